@@ -1,0 +1,192 @@
+"""The JSON run log: one object per run, written by rank 0 of benchmark.py and of reference/.
+
+Both producers fill the same schema (`SCHEMA`), so results/plot.py reads them side by side.
+`check_record` is the schema's single definition of what a valid record holds; tests use it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from harness import sysinfo
+
+SCHEMA = "streamk-pgas/run-log/1"
+
+# key -> type(s) every record has at top level.
+REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "schema": str,
+    "producer": str,          # "benchmark" (this project) or "reference" (vendor library)
+    "algorithm": str,         # all_reduce | all_scatter | one_shot | all_gather | gemm | ...
+    "implementation": str,    # e.g. "streamk-pgas", "cublas+nccl", "torch-symm-mem"
+    "mode": (str, type(None)),  # overlap mode for benchmark.py; None for references
+    "world_size": int,
+    "flags": dict,
+    "sizes": dict,
+    "device": dict,
+    "software": dict,
+    "git": dict,
+    "timing": dict,
+    "validation": dict,
+    "timestamp": str,
+}
+SIZE_KEYS = ("m", "n", "k", "datatype", "local_m", "local_n", "local_k", "flops", "comm_bytes")
+TIMING_KEYS = ("iters", "warmup", "e2e_ms", "tflops", "kernels_ms")
+VALIDATION_KEYS = ("enabled", "passed")
+
+
+def problem_sizes(
+    algorithm: str, m: int, n: int, k: int, datatype: str, world_size: int, element_bytes: int
+) -> dict[str, Any]:
+    """Global and per-rank sizes of C = A @ B sharded over the world, as every producer reports them.
+
+    all_reduce / one_shot: K is split (A column-, B row-sharded); each rank makes a full M x N partial.
+    all_scatter / all_gather: N is split (B column-sharded); each rank makes M x N/W columns.
+    gemm: one GPU does the whole product.
+    """
+    local_m, local_n, local_k = m, n, k
+    if algorithm in ("all_reduce", "one_shot", "reduce_scatter"):
+        local_k = k // world_size
+        comm_bytes = m * n * element_bytes  # the M x N partial each rank contributes
+    elif algorithm in ("all_scatter", "all_gather"):
+        local_n = n // world_size
+        comm_bytes = m * local_n * element_bytes  # the M x N/W block each rank sends to every peer
+    else:
+        comm_bytes = 0
+    return {
+        "m": m, "n": n, "k": k, "datatype": datatype,
+        "local_m": local_m, "local_n": local_n, "local_k": local_k,
+        "flops": 2 * m * n * k,                      # the whole distributed product
+        "flops_per_rank": 2 * local_m * local_n * local_k,
+        "comm_bytes": comm_bytes,
+    }
+
+
+def summarize_ms(samples: list[float]) -> dict[str, float]:
+    """Median and spread of per-iteration times in milliseconds."""
+    if not samples:
+        return {"median": float("nan"), "min": float("nan"), "max": float("nan"), "p10": float("nan"),
+                "p90": float("nan"), "count": 0}
+    ordered = sorted(samples)
+
+    def pct(p: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, round(p * (len(ordered) - 1))))]
+
+    return {"median": statistics.median(ordered), "min": ordered[0], "max": ordered[-1],
+            "p10": pct(0.10), "p90": pct(0.90), "count": len(ordered)}
+
+
+def timing_section(
+    e2e_samples_ms: list[float],
+    kernel_samples_ms: dict[str, list[float]],
+    flops_per_rank: int,
+    iters: int,
+    warmup: int,
+) -> dict[str, Any]:
+    """Medians end to end and per kernel; TFLOP/s is the per-GPU rate (work per rank / e2e median)."""
+    e2e = summarize_ms(e2e_samples_ms)
+    tflops = flops_per_rank / (e2e["median"] * 1e-3) / 1e12 if e2e["count"] and e2e["median"] > 0 else None
+    return {
+        "iters": iters,
+        "warmup": warmup,
+        "e2e_ms": e2e["median"],
+        "e2e_stats": e2e,
+        "tflops": tflops,
+        "kernels_ms": {name: summarize_ms(s)["median"] for name, s in kernel_samples_ms.items()},
+        "kernels_stats": {name: summarize_ms(s) for name, s in kernel_samples_ms.items()},
+    }
+
+
+def new_record(
+    *,
+    producer: str,
+    algorithm: str,
+    implementation: str,
+    mode: str | None,
+    world_size: int,
+    flags: dict[str, Any],
+    sizes: dict[str, Any],
+    timing: dict[str, Any],
+    validation: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "schema": SCHEMA,
+        "producer": producer,
+        "algorithm": algorithm,
+        "implementation": implementation,
+        "mode": mode,
+        "world_size": world_size,
+        "flags": flags,
+        "sizes": sizes,
+        "device": sysinfo.device_info(),
+        "software": sysinfo.software_versions(),
+        "git": sysinfo.git_info(),
+        "environment": sysinfo.nvlink_env(),
+        "timing": timing,
+        "validation": validation,
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    if extra:
+        record.update(extra)
+    return record
+
+
+def check_record(record: dict[str, Any]) -> list[str]:
+    """Every way `record` departs from the schema (empty list: valid)."""
+    problems = []
+    for key, types in REQUIRED.items():
+        if key not in record:
+            problems.append(f"missing key {key!r}")
+        elif not isinstance(record[key], types):
+            problems.append(f"{key!r} has type {type(record[key]).__name__}")
+    if record.get("schema") != SCHEMA:
+        problems.append(f"schema is {record.get('schema')!r}, expected {SCHEMA!r}")
+    for section, keys in (("sizes", SIZE_KEYS), ("timing", TIMING_KEYS), ("validation", VALIDATION_KEYS)):
+        sub = record.get(section)
+        if isinstance(sub, dict):
+            problems += [f"missing {section}.{k}" for k in keys if k not in sub]
+    return problems
+
+
+def write_record(record: dict[str, Any], path: str | Path) -> Path:
+    """Write one record as pretty JSON; parent folders are created. Returns the path written."""
+    problems = check_record(record)
+    if problems:
+        raise ValueError("run log does not match its schema: " + "; ".join(problems))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, sort_keys=False, default=_json_default) + "\n")
+    return path
+
+
+def read_records(paths: list[str | Path]) -> list[dict[str, Any]]:
+    """All run-log records in the given files and folders (folders are searched recursively)."""
+    records = []
+    for p in map(Path, paths):
+        files = sorted(p.rglob("*.json")) if p.is_dir() else [p]
+        for f in files:
+            try:
+                obj = json.loads(f.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if isinstance(obj, dict) and obj.get("schema") == SCHEMA:
+                obj["_path"] = str(f)
+                records.append(obj)
+    return records
+
+
+def _json_default(obj: Any) -> Any:
+    try:
+        import numpy as np
+
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+    except ImportError:
+        pass
+    return str(obj)

@@ -1,0 +1,102 @@
+"""Synchronised, warmed-up, many-iteration timing shared by benchmark.py and reference/.
+
+Before every iteration (warm-up included) the device is drained and all ranks meet at a host
+barrier, so every rank starts the iteration together. End to end is timed with device events
+on the GPU (host clock on the CPU backend); kernels are timed with the event pairs the step
+records through `StepTimer.span`. Per iteration the slowest rank's time is kept, since a
+distributed step is done only when its last rank is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+class StepTimer:
+    """Collects named (start, end) spans within one iteration."""
+
+    def __init__(self, use_events: bool) -> None:
+        self.use_events = use_events
+        self._spans: dict[str, tuple[Any, Any]] = {}
+
+    def _mark(self, stream: Any = None) -> Any:
+        if not self.use_events:
+            return time.perf_counter()
+        import torch
+
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record(stream) if stream is not None else ev.record()
+        return ev
+
+    @contextmanager
+    def span(self, name: str, stream: Any = None) -> Iterator[None]:
+        """Time what is launched inside the block on `stream` (default: the current stream)."""
+        if stream is not None and self.use_events:
+            import torch
+
+            with torch.cuda.stream(stream):
+                start = self._mark(stream)
+                yield
+                end = self._mark(stream)
+        else:
+            start = self._mark(stream)
+            yield
+            end = self._mark(stream)
+        self._spans[name] = (start, end)
+
+    def elapsed_ms(self) -> dict[str, float]:
+        if self.use_events:
+            return {k: s.elapsed_time(e) for k, (s, e) in self._spans.items()}
+        return {k: (e - s) * 1e3 for k, (s, e) in self._spans.items()}
+
+
+def time_iterations(
+    step: Callable[[StepTimer], None],
+    *,
+    iters: int,
+    warmup: int,
+    barrier: Callable[[], None],
+    use_events: bool,
+    allgather: Callable[[Any], list[Any]] | None = None,
+    before_each: Callable[[], None] | None = None,
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Run `step` warmup + iters times; return per-iteration e2e ms and per-kernel ms (timed part only).
+
+    `before_each` runs outside the timed region (e.g. resetting flags in a debug run).
+    With `allgather`, each iteration's time is the maximum over ranks.
+    """
+    sync = _device_sync if use_events else (lambda: None)
+    e2e: list[float] = []
+    kernels: dict[str, list[float]] = {}
+    for it in range(warmup + iters):
+        if before_each is not None:
+            before_each()
+        sync()
+        barrier()
+        timer = StepTimer(use_events)
+        with timer.span("__e2e__"):
+            step(timer)
+        sync()
+        if it < warmup:
+            continue
+        spans = timer.elapsed_ms()
+        e2e.append(spans.pop("__e2e__"))
+        for name, ms in spans.items():
+            kernels.setdefault(name, []).append(ms)
+    if allgather is not None:
+        everyone = allgather((e2e, kernels))
+        e2e = [max(vals) for vals in zip(*(r[0] for r in everyone))]
+        kernels = {
+            name: [max(vals) for vals in zip(*(r[1].get(name, []) for r in everyone))]
+            for name in kernels
+        }
+    return e2e, kernels
+
+
+def _device_sync() -> None:
+    import torch
+
+    torch.cuda.synchronize()

@@ -1,0 +1,65 @@
+"""How ranks map each other's heaps. One module per mechanism, all with the `HeapBackend` shape.
+
+- `shm`: POSIX shared memory files, for the CPU and Triton's interpreter.
+- `cuda_ipc`: CUDA IPC handles through cuda-python (imported only when chosen).
+- `hip_ipc`: HIP IPC handles through hip-python (imported only when chosen).
+
+`choose_backend` picks one: the `backend` argument, else IRIS_OPS_BACKEND, else the interpreter
+or a machine without a GPU -> shm, a ROCm torch -> hip, otherwise cuda.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+import torch
+
+BACKENDS = ("shm", "cuda", "hip")
+
+
+class HeapBackend(Protocol):
+    name: str
+    device: torch.device
+
+    def allocate(self, heap_size: int) -> torch.Tensor:
+        """This rank's heap: a uint8 tensor of heap_size bytes."""
+
+    def export(self) -> Any:
+        """A picklable handle that lets peers map this rank's heap."""
+
+    def open(self, handle: Any, peer: int) -> int:
+        """Map peer's heap from its handle; the address of its first byte in this process."""
+
+    def after_all_mapped(self) -> None:
+        """Called once every rank has mapped every heap (e.g. remove names nobody needs any more)."""
+
+    def close(self) -> None:
+        """Unmap the peers' heaps."""
+
+
+def choose_backend(requested: str | None = None) -> str:
+    name = (requested or os.environ.get("IRIS_OPS_BACKEND") or "auto").lower()
+    if name == "auto":
+        if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
+            return "shm"
+        return "hip" if getattr(torch.version, "hip", None) else "cuda"
+    if name not in BACKENDS:
+        raise ValueError(f"IRIS_OPS_BACKEND / backend must be one of auto, {', '.join(BACKENDS)}; got {name!r}")
+    return name
+
+
+def make_backend(name: str, rank: int, local_rank: int, job_id: str) -> HeapBackend:
+    if name == "shm":
+        from iris_ops.backends.shm import ShmBackend
+
+        return ShmBackend(rank, job_id)
+    if name == "cuda":
+        from iris_ops.backends.cuda_ipc import CudaIpcBackend
+
+        return CudaIpcBackend(local_rank)
+    if name == "hip":
+        from iris_ops.backends.hip_ipc import HipIpcBackend
+
+        return HipIpcBackend(local_rank)
+    raise ValueError(f"unknown heap backend {name!r}")

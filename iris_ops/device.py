@@ -1,0 +1,277 @@
+"""Device API of the symmetric heap: Triton functions that reach any rank's heap.
+
+Names and argument order follow Iris, so an Iris kernel runs with only its import changed:
+
+    translate(ptr, from_rank, to_rank, heap_bases)
+    load(ptr, to_rank, from_rank, heap_bases, mask=None)          # read from_rank's copy
+    store(ptr, value, from_rank, to_rank, heap_bases, mask=None)   # write to_rank's copy
+    get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None)
+    put(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None)
+    atomic_{add,sub,xchg,and,or,xor,min,max}(ptr, val, from_rank, to_rank, heap_bases, mask, sem, scope)
+    atomic_cas(ptr, cmp, val, from_rank, to_rank, heap_bases, sem, scope)
+
+In every call `ptr` is an address in the calling rank's heap; the function moves it by the
+distance between the two ranks' heap bases (`heap_bases[r]` is where rank r's heap is mapped in
+this process). Added here, beyond Iris:
+
+    notify(flag_ptr, value, from_rank, to_rank, heap_bases, scope)      release-store of a flag
+    notify_add(flag_ptr, inc, from_rank, to_rank, heap_bases, scope)    release-add to a counter
+    wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope) -> reached (bool)
+    read_timer(clock_ptr, KIND)                                         per-tile timestamps
+
+`wait` spins on acquire loads (no read-modify-write in the loop) until the flag is >= value and
+gives up after `max_spins` polls, returning False: a caller records the timeout in an error word
+that the host turns into an exception, so no spin can hang a run. Flags hold epochs (the
+iteration number) rather than booleans, so a flag left over from an earlier iteration is always
+smaller than the one awaited and never needs a racy reset.
+"""
+
+from __future__ import annotations
+
+import os
+
+import triton
+import triton.language as tl
+
+# Timer kinds for read_timer.
+TIMER_LOGICAL = 0  # interpreter / unknown: a per-heap event counter (orders events, no time unit)
+TIMER_GLOBALTIMER = 1  # NVIDIA %globaltimer, nanoseconds
+TIMER_MEMREALTIME = 2  # AMD s_memrealtime, ticks of wall_clock_rate
+
+
+def _detect_arch() -> int:
+    """0: interpreter or unknown (portable code paths), 1: NVIDIA, 2: AMD."""
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        return 0
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return 0
+        return 2 if getattr(torch.version, "hip", None) else 1
+    except Exception:
+        return 0
+
+
+ARCH = _detect_arch()
+_ARCH: tl.constexpr = tl.constexpr(ARCH)
+
+
+def default_timer_kind() -> int:
+    """The timer read_timer should use on this process's device."""
+    return {0: TIMER_LOGICAL, 1: TIMER_GLOBALTIMER, 2: TIMER_MEMREALTIME}[ARCH]
+
+
+@triton.jit
+def translate(ptr, from_rank, to_rank, heap_bases):
+    """Address in to_rank's heap of what `ptr` addresses in from_rank's heap.
+
+    The distance between heap bases is added in elements, not by a round trip through an
+    integer, so the compiler keeps what it knows of `ptr`'s contiguity and alignment and remote
+    accesses stay vectorised. Heap bases are 1 KiB aligned, which `multiple_of` states.
+    """
+    from_base = tl.load(heap_bases + from_rank)
+    to_base = tl.load(heap_bases + to_rank)
+    elem_bytes: tl.constexpr = ptr.dtype.element_ty.primitive_bitwidth // 8
+    delta = (to_base - from_base).to(tl.int64) // elem_bytes
+    delta = tl.multiple_of(delta, 1024 // elem_bytes)
+    return ptr + delta
+
+
+@triton.jit
+def load(pointer, to_rank, from_rank, heap_bases, mask=None):
+    """Load from from_rank's heap at the place `pointer` names in to_rank's (the caller's) heap."""
+    return tl.load(translate(pointer, to_rank, from_rank, heap_bases), mask=mask)
+
+
+@triton.jit
+def store(pointer, value, from_rank, to_rank, heap_bases, mask=None):
+    """Store `value` into to_rank's heap at the place `pointer` names in from_rank's (the caller's) heap."""
+    tl.store(translate(pointer, from_rank, to_rank, heap_bases), value, mask=mask)
+
+
+@triton.jit
+def get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None):
+    """Copy from from_rank's heap (at from_ptr's place) into the caller's (to_rank's) local to_ptr."""
+    data = tl.load(translate(from_ptr, to_rank, from_rank, heap_bases), mask=mask)
+    tl.store(to_ptr, data, mask=mask)
+
+
+@triton.jit
+def put(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None):
+    """Copy the caller's (from_rank's) local from_ptr into to_rank's heap at to_ptr's place."""
+    data = tl.load(from_ptr, mask=mask)
+    tl.store(translate(to_ptr, from_rank, to_rank, heap_bases), data, mask=mask)
+
+
+@triton.jit
+def atomic_add(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_add(translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_sub(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    # tl.atomic_add of the negation: the same instruction every backend has.
+    return tl.atomic_add(translate(pointer, from_rank, to_rank, heap_bases), -val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_cas(pointer, cmp, val, from_rank, to_rank, heap_bases, sem=None, scope=None):
+    return tl.atomic_cas(translate(pointer, from_rank, to_rank, heap_bases), cmp, val, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_xchg(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_xchg(translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_and(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_and(translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_or(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_or(translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_xor(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_xor(translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_min(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_min(translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_max(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+    return tl.atomic_max(translate(pointer, from_rank, to_rank, heap_bases), val, mask=mask, sem=sem, scope=scope)
+
+
+# ----------------------------------------------------------------------------------------------
+# Flags
+
+
+@triton.jit
+def notify(flag_ptr, value, from_rank, to_rank, heap_bases, scope: tl.constexpr = "sys"):
+    """Publish `value` in to_rank's flag with release semantics.
+
+    Everything this program stored before the call is visible to a reader that sees `value`.
+    The barrier first makes the whole program's stores precede the one thread that writes.
+    """
+    tl.debug_barrier()
+    tl.atomic_xchg(translate(flag_ptr, from_rank, to_rank, heap_bases), value, sem="release", scope=scope)
+
+
+@triton.jit
+def notify_add(flag_ptr, inc, from_rank, to_rank, heap_bases, scope: tl.constexpr = "sys"):
+    """Add `inc` to to_rank's counter with release semantics (many producers, one waiter)."""
+    tl.debug_barrier()
+    tl.atomic_add(translate(flag_ptr, from_rank, to_rank, heap_bases), inc, sem="release", scope=scope)
+
+
+@triton.jit
+def _acquire_load(ptr, scope: tl.constexpr):
+    if _ARCH == 1:
+        if scope == "sys":
+            v = tl.inline_asm_elementwise(
+                "ld.acquire.sys.global.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32, is_pure=False, pack=1
+            )
+        else:
+            v = tl.inline_asm_elementwise(
+                "ld.acquire.gpu.global.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32, is_pure=False, pack=1
+            )
+    else:
+        v = tl.load(ptr, volatile=True)
+    return v
+
+
+@triton.jit
+def wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope: tl.constexpr = "sys"):
+    """Spin until flag_rank's int32 flag is >= value; False if max_spins polls did not see it.
+
+    NVIDIA polls with `ld.acquire`; elsewhere volatile loads poll and one acquire atomic that
+    reads the flag after the loop orders what follows (it reads the value the loop saw or a later one).
+    """
+    ptr = translate(flag_ptr, cur_rank, flag_rank, heap_bases)
+    spins = 0
+    seen = _acquire_load(ptr, scope)
+    while (seen < value) & (spins < max_spins):
+        seen = _acquire_load(ptr, scope)
+        spins += 1
+    if _ARCH != 1:
+        seen = tl.atomic_add(ptr, 0, sem="acquire", scope=scope)
+    return seen >= value
+
+
+@triton.jit
+def wait_local(flag_ptr, value, max_spins, scope: tl.constexpr = "gpu"):
+    """`wait` on a flag in the caller's own memory (no translation)."""
+    spins = 0
+    seen = _acquire_load(flag_ptr, scope)
+    while (seen < value) & (spins < max_spins):
+        seen = _acquire_load(flag_ptr, scope)
+        spins += 1
+    if _ARCH != 1:
+        seen = tl.atomic_add(flag_ptr, 0, sem="acquire", scope=scope)
+    return seen >= value
+
+
+# Error words: a kernel whose wait times out records `kind * ERROR_KIND_SCALE + tile + 1` in an
+# int32 error word (the first one wins) and moves on; the host raises with decode_error's text.
+ERROR_KIND_SCALE = 1 << 24
+ERR_STREAMK_FIXUP = 1  # a Stream-K tile owner timed out waiting for another program's partial sum
+ERR_TILE_READY = 2  # a communication tile timed out waiting for a GEMM tile-ready flag
+ERR_PEER_READY = 3  # a communication tile timed out waiting for a peer's flag
+_ERROR_TEXT = {
+    ERR_STREAMK_FIXUP: "Stream-K fix-up timed out waiting for a partial tile from another program",
+    ERR_TILE_READY: "communication timed out waiting for the GEMM to mark a tile ready",
+    ERR_PEER_READY: "communication timed out waiting for a peer rank's tile flag",
+}
+
+
+def decode_error(code: int) -> str:
+    """Words for an error word's value (0: no error)."""
+    if code == 0:
+        return "no error"
+    kind, tile = divmod(int(code), ERROR_KIND_SCALE)
+    return f"{_ERROR_TEXT.get(kind, f'error kind {kind}')} (tile {tile - 1})"
+
+
+@triton.jit
+def record_error(error_ptr, kind, tile_id):
+    """Keep the first error (kind, tile) in the int32 word at error_ptr for the host to raise."""
+    tl.atomic_cas(error_ptr, 0, kind * 16777216 + tile_id + 1, sem="relaxed", scope="gpu")
+
+
+# ----------------------------------------------------------------------------------------------
+# Timer
+
+
+@triton.jit
+def read_timer(clock_ptr, KIND: tl.constexpr):
+    """A timestamp (int64). KIND: TIMER_GLOBALTIMER (ns, NVIDIA), TIMER_MEMREALTIME (AMD ticks),
+    TIMER_LOGICAL (an event counter at clock_ptr: the interpreter has no clock, so it orders events)."""
+    if KIND == 1:
+        t = tl.inline_asm_elementwise(
+            "mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1
+        )
+    elif KIND == 2:
+        t = tl.inline_asm_elementwise(
+            "s_memrealtime $0\ns_waitcnt lgkmcnt(0)", "=s", [], dtype=tl.int64, is_pure=False, pack=1
+        )
+    else:
+        t = tl.atomic_add(clock_ptr, 1).to(tl.int64)
+    return t
+
+
+def spin_budget(timeout_s: float) -> int:
+    """Polls a `wait` may make so that it gives up no sooner than timeout_s on this device.
+
+    A poll costs at least ~50 ns on a GPU (an L2 hit; a remote poll ~1 us, so remote waits give up
+    later) and at least ~5 us in the interpreter.
+    """
+    per_poll_s = 5e-6 if ARCH == 0 else 5e-8
+    return int(min(2**31 - 1, max(1.0, timeout_s / per_poll_s)))
