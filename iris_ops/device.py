@@ -154,34 +154,46 @@ def atomic_max(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None
 # Flags
 
 
+# `scope` of the flag functions: "gpu" (waiter and writer on one GPU) or "sys" (across GPUs, the
+# default: None means "sys"). String defaults are not used because triton 3.6 rejects them.
+
+
 @triton.jit
-def notify(flag_ptr, value, from_rank, to_rank, heap_bases, scope: tl.constexpr = "sys"):
+def notify(flag_ptr, value, from_rank, to_rank, heap_bases, scope: tl.constexpr = None):
     """Publish `value` in to_rank's flag with release semantics.
 
     Everything this program stored before the call is visible to a reader that sees `value`.
     The barrier first makes the whole program's stores precede the one thread that writes.
     """
     tl.debug_barrier()
-    tl.atomic_xchg(translate(flag_ptr, from_rank, to_rank, heap_bases), value, sem="release", scope=scope)
+    ptr = translate(flag_ptr, from_rank, to_rank, heap_bases)
+    if scope == "gpu":
+        tl.atomic_xchg(ptr, value, sem="release", scope="gpu")
+    else:
+        tl.atomic_xchg(ptr, value, sem="release", scope="sys")
 
 
 @triton.jit
-def notify_add(flag_ptr, inc, from_rank, to_rank, heap_bases, scope: tl.constexpr = "sys"):
+def notify_add(flag_ptr, inc, from_rank, to_rank, heap_bases, scope: tl.constexpr = None):
     """Add `inc` to to_rank's counter with release semantics (many producers, one waiter)."""
     tl.debug_barrier()
-    tl.atomic_add(translate(flag_ptr, from_rank, to_rank, heap_bases), inc, sem="release", scope=scope)
+    ptr = translate(flag_ptr, from_rank, to_rank, heap_bases)
+    if scope == "gpu":
+        tl.atomic_add(ptr, inc, sem="release", scope="gpu")
+    else:
+        tl.atomic_add(ptr, inc, sem="release", scope="sys")
 
 
 @triton.jit
 def _acquire_load(ptr, scope: tl.constexpr):
     if _ARCH == 1:
-        if scope == "sys":
+        if scope == "gpu":
             v = tl.inline_asm_elementwise(
-                "ld.acquire.sys.global.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32, is_pure=False, pack=1
+                "ld.acquire.gpu.global.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32, is_pure=False, pack=1
             )
         else:
             v = tl.inline_asm_elementwise(
-                "ld.acquire.gpu.global.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32, is_pure=False, pack=1
+                "ld.acquire.sys.global.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32, is_pure=False, pack=1
             )
     else:
         v = tl.load(ptr, volatile=True)
@@ -189,7 +201,16 @@ def _acquire_load(ptr, scope: tl.constexpr):
 
 
 @triton.jit
-def wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope: tl.constexpr = "sys"):
+def _acquire_rmw(ptr, scope: tl.constexpr):
+    if scope == "gpu":
+        v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+    else:
+        v = tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
+    return v
+
+
+@triton.jit
+def wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope: tl.constexpr = None):
     """Spin until flag_rank's int32 flag is >= value; False if max_spins polls did not see it.
 
     NVIDIA polls with `ld.acquire`; elsewhere volatile loads poll and one acquire atomic that
@@ -202,12 +223,12 @@ def wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope: tl.
         seen = _acquire_load(ptr, scope)
         spins += 1
     if _ARCH != 1:
-        seen = tl.atomic_add(ptr, 0, sem="acquire", scope=scope)
+        seen = _acquire_rmw(ptr, scope)
     return seen >= value
 
 
 @triton.jit
-def wait_local(flag_ptr, value, max_spins, scope: tl.constexpr = "gpu"):
+def wait_local(flag_ptr, value, max_spins, scope: tl.constexpr = None):
     """`wait` on a flag in the caller's own memory (no translation)."""
     spins = 0
     seen = _acquire_load(flag_ptr, scope)
@@ -215,7 +236,7 @@ def wait_local(flag_ptr, value, max_spins, scope: tl.constexpr = "gpu"):
         seen = _acquire_load(flag_ptr, scope)
         spins += 1
     if _ARCH != 1:
-        seen = tl.atomic_add(flag_ptr, 0, sem="acquire", scope=scope)
+        seen = _acquire_rmw(flag_ptr, scope)
     return seen >= value
 
 

@@ -1,0 +1,281 @@
+"""benchmark.py's flags, their defaults, and every check made before a kernel starts.
+
+One `BenchConfig` flows through the harness. `parse_config(argv, device_facts)` returns it, or
+raises `ConfigError` naming the flag and what is valid; benchmark.py turns that into one line on
+stderr and exit code 2 on every rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.dtypes import DATATYPES
+
+ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
+MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential")
+MODE_HELP = {
+    "bulk_sync": "GEMM on all SMs, then communication on all SMs (the baseline schedule)",
+    "two_streams": "GEMM kernel on --gemm_sms SMs and communication kernel on the rest, on two streams",
+    "fused": "one kernel; programs < --gemm_sms do GEMM tiles, the others communication tiles",
+    "fused_sequential": "one kernel on all SMs; each GEMM program pushes its finished tiles to the peers "
+    "from its epilogue (one_shot: publishes, then reduces after its GEMM work)",
+}
+
+# Small default problem for the CPU interpreter (the GPU default is the issue's 8192^3).
+CPU_DEFAULTS = {"m": 64, "n": 64, "k": 64, "BLK_M": 32, "BLK_N": 32, "BLK_K": 16, "total_sms": 4, "gemm_sms": 2,
+                "COMMUNICATION_TILE_M": 16, "COMMUNICATION_TILE_N": 32, "num_stages": 1, "num_warps": 4,
+                "iters": 3, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp16"}
+GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "BLK_M": 128, "BLK_N": 256, "BLK_K": 64,
+                "COMMUNICATION_TILE_M": 128, "COMMUNICATION_TILE_N": 256, "num_stages": 3, "num_warps": 8,
+                "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
+# SMs left to communication by default on a GPU: enough to keep the links busy (DESIGN.md: remote
+# reads reach ~140 GB/s with 16 programs, ~250 GB/s with 32; remote stores need fewer).
+DEFAULT_COMM_SMS = {"all_reduce": 16, "all_scatter": 12, "one_shot": 20}
+
+
+class ConfigError(ValueError):
+    """A flag with a bad value: `flag` names it, the message says what is valid."""
+
+    def __init__(self, flag: str, message: str) -> None:
+        super().__init__(f"{flag}: {message}")
+        self.flag = flag
+
+
+@dataclass
+class DeviceFacts:
+    """What the checks need to know of the device: SMs and shared memory per program."""
+
+    backend: str  # "cuda", "hip" or "cpu"
+    sm_count: int
+    shared_mem_per_program: int  # bytes a program may use
+    name: str = ""
+
+
+@dataclass
+class BenchConfig:
+    algorithm: str = "one_shot"
+    mode: str = "fused"
+    m: int = 8192
+    n: int = 8192
+    k: int = 8192
+    datatype: str = "bf16"
+    BLK_M: int = 128
+    BLK_N: int = 256
+    BLK_K: int = 64
+    COMMUNICATION_TILE_M: int = 128
+    COMMUNICATION_TILE_N: int = 256
+    gsize_m: int = 8
+    two_tiles: bool = True
+    num_stages: int = 3
+    num_warps: int = 8
+    waves_per_eu: int = 0
+    mfmaInstrSize: int = 16
+    kpack: int = 2
+    heap_size: int = 1 << 33
+    gemm_sms: int = 112
+    total_sms: int = 132
+    communication_block_size: int = 256
+    iters: int = 50
+    warmup: int = 10
+    debug: bool = False
+    validate: bool = False
+    validate_iters: int = 1
+    benchmark: bool = False
+    trace_tiles: bool = False
+    output_file: str | None = None
+    seed: int = 0
+    timeout_s: float = 30.0
+    schedule: str = "hybrid"
+    # Filled in by parse_config: which values came from device defaults rather than the command line.
+    defaulted: list[str] = field(default_factory=list)
+    cpu_small_default: bool = False
+
+    @property
+    def comm_sms(self) -> int:
+        return self.total_sms - self.gemm_sms
+
+    def as_flags(self) -> dict[str, Any]:
+        """The flags as a plain dict for the JSON log."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="benchmark.py",
+        description="Stream-K GEMM overlapped with communication on a symmetric heap "
+        "(run under mpirun -np N, torchrun, or plain python for one rank).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    a = p.add_argument
+    a("--algorithm", default="one_shot", help=f"one of {', '.join(ALGORITHMS)}")
+    a("--mode", default="fused", help="; ".join(f"{k}: {v}" for k, v in MODE_HELP.items()))
+    a("-m", type=int, default=None, help="rows of A and C (default: 8192 on a GPU, 64 on the CPU)")
+    a("-n", type=int, default=None, help="columns of B and C")
+    a("-k", type=int, default=None, help="columns of A / rows of B (the reduction dimension)")
+    a("--datatype", default=None, help=f"one of {', '.join(DATATYPES)} (default bf16 on a GPU, fp16 on the CPU)")
+    a("--BLK_M", type=int, default=None, help="GEMM tile rows (power of two)")
+    a("--BLK_N", type=int, default=None, help="GEMM tile columns (power of two)")
+    a("--BLK_K", type=int, default=None, help="GEMM K step (power of two)")
+    a("--COMMUNICATION_TILE_M", type=int, default=None, help="rows a communication step moves; divides BLK_M")
+    a("--COMMUNICATION_TILE_N", type=int, default=None, help="columns a communication step moves; divides BLK_N")
+    a("--gsize_m", type=int, default=8, help="grouped tile order: tiles of this many rows are walked together")
+    a("--two_tiles", default="true", help="Stream-K over the last partial wave plus one full wave (true/false)")
+    a("--schedule", default="hybrid", help="GEMM schedule: hybrid (DP + Stream-K), dp, or sk")
+    a("--num_stages", type=int, default=None, help="software-pipelining depth of the GEMM K loop")
+    a("--num_warps", type=int, default=None, help="warps per program (GEMM and fused kernels)")
+    a("--waves_per_eu", type=int, default=0, help="AMD only: occupancy hint (accepted and reported unused on NVIDIA)")
+    a("--mfmaInstrSize", type=int, default=16, help="AMD only: matrix_instr_nonkdim")
+    a("--kpack", type=int, default=2, help="AMD only: K packing")
+    a("--heap_size", type=int, default=None, help="symmetric heap bytes per rank")
+    a("--gemm_sms", type=int, default=None, help="programs (SMs) doing GEMM work; the rest communicate")
+    a("--total_sms", type=int, default=None, help="programs in all (default: the device's SM count)")
+    a("--communication_block_size", type=int, default=256,
+      help="threads per communication program in the two-stream mode's communication kernel")
+    a("--iters", type=int, default=None, help="timed iterations (median reported)")
+    a("--warmup", type=int, default=None, help="untimed warm-up iterations")
+    a("--seed", type=int, default=0, help="random seed of the inputs (same on every rank)")
+    a("--timeout_s", type=float, default=30.0, help="a spin-wait gives up and the run fails after about this long")
+    a("--debug", action="store_true", help="print per-rank details and check the error words after every iteration")
+    a("--validate", action="store_true", help="check C and each rank's partial against torch on the same inputs")
+    a("--validate_iters", type=int, default=1,
+      help="with --validate: iterations validated one after another, outputs poisoned before each "
+      "(a stale tile flag then shows as a wrong tile)")
+    a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
+    a("--trace_tiles", action="store_true",
+      help="record per-tile timestamps; writes a timeline JSON and a Perfetto trace")
+    a("--output_file", default=None, help="JSON log path (rank 0 writes it)")
+    return p
+
+
+def _kernel_defaults(datatype: str, on_cpu: bool) -> dict[str, int]:
+    """Tile sizes, stages and warps for this dtype from stream_k's defaults (one place chooses them)."""
+    if on_cpu:
+        return {"BLK_K": 32} if datatype == "int8" else {}
+    from stream_k.configs import default_config
+
+    k = default_config(datatype)
+    return {"BLK_M": k.BLK_M, "BLK_N": k.BLK_N, "BLK_K": k.BLK_K, "num_stages": k.num_stages,
+            "num_warps": k.num_warps, "COMMUNICATION_TILE_M": min(64, k.BLK_M), "COMMUNICATION_TILE_N": k.BLK_N}
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and (x & (x - 1)) == 0
+
+
+def _bool(flag: str, text: str) -> bool:
+    t = str(text).strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(flag, f"must be true or false, got {text!r}")
+
+
+def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -> BenchConfig:
+    """Flags -> a checked BenchConfig. Raises ConfigError for the first bad flag."""
+    parser = build_parser()
+    ns, unknown = parser.parse_known_args(argv)
+    if unknown:
+        raise ConfigError(unknown[0], "unknown flag (see --help)")
+    on_cpu = device.backend == "cpu"
+    defaults = dict(CPU_DEFAULTS if on_cpu else GPU_DEFAULTS)
+    values = vars(ns)
+    datatype = values.get("datatype") or defaults["datatype"]
+    if datatype in DATATYPES:
+        defaults.update(_kernel_defaults(datatype, on_cpu))
+    cfg = BenchConfig()
+    defaulted = []
+    for f in dataclasses.fields(cfg):
+        if f.name in ("defaulted", "cpu_small_default"):
+            continue
+        v = values.get(f.name)
+        if v is None:
+            if f.name in defaults:
+                v = defaults[f.name]
+                defaulted.append(f.name)
+            elif f.name == "total_sms":
+                v = device.sm_count
+                defaulted.append(f.name)
+            elif f.name == "gemm_sms":
+                continue  # derived below
+            else:
+                v = getattr(cfg, f.name)
+        setattr(cfg, f.name, v)
+    cfg.two_tiles = _bool("--two_tiles", values["two_tiles"])
+    if values.get("gemm_sms") is None:
+        comm = DEFAULT_COMM_SMS.get(cfg.algorithm, 16) if not on_cpu else max(1, cfg.total_sms // 2)
+        cfg.gemm_sms = max(1, cfg.total_sms - comm)
+        defaulted.append("gemm_sms")
+    cfg.defaulted = defaulted
+    cfg.cpu_small_default = on_cpu and all(x in defaulted for x in ("m", "n", "k"))
+    check_config(cfg, device, world_size)
+    return cfg
+
+
+def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None:
+    """Every refusal benchmark.py makes before launching anything."""
+    if cfg.algorithm not in ALGORITHMS:
+        raise ConfigError("--algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {cfg.algorithm!r}")
+    if cfg.mode not in MODES:
+        raise ConfigError("--mode", f"must be one of {', '.join(MODES)}, got {cfg.mode!r}")
+    if cfg.datatype not in DATATYPES:
+        raise ConfigError("--datatype", f"must be one of {', '.join(DATATYPES)}, got {cfg.datatype!r}")
+    if cfg.schedule not in ("hybrid", "dp", "sk"):
+        raise ConfigError("--schedule", f"must be hybrid, dp or sk, got {cfg.schedule!r}")
+    for flag, v in (("-m", cfg.m), ("-n", cfg.n), ("-k", cfg.k)):
+        if v < 1:
+            raise ConfigError(flag, f"must be >= 1, got {v}")
+    if cfg.algorithm in ("all_reduce", "one_shot") and cfg.k % world_size:
+        raise ConfigError("-k", f"{cfg.algorithm} splits K over {world_size} ranks: must be a multiple of "
+                          f"{world_size}, got {cfg.k}")
+    if cfg.algorithm == "all_scatter" and cfg.n % world_size:
+        raise ConfigError("-n", f"all_scatter splits N over {world_size} ranks: must be a multiple of "
+                          f"{world_size}, got {cfg.n}")
+    for flag, v in (("--BLK_M", cfg.BLK_M), ("--BLK_N", cfg.BLK_N), ("--BLK_K", cfg.BLK_K)):
+        if not _pow2(v) or not 16 <= v <= 512:
+            raise ConfigError(flag, f"must be a power of two in [16, 512], got {v}")
+    for flag, v, blk, bname in (
+        ("--COMMUNICATION_TILE_M", cfg.COMMUNICATION_TILE_M, cfg.BLK_M, "--BLK_M"),
+        ("--COMMUNICATION_TILE_N", cfg.COMMUNICATION_TILE_N, cfg.BLK_N, "--BLK_N"),
+    ):
+        if not _pow2(v) or v > blk:
+            raise ConfigError(flag, f"must be a power of two that divides {bname}={blk}, got {v}")
+    if cfg.num_stages < 1 or cfg.num_stages > 8:
+        raise ConfigError("--num_stages", f"must be in [1, 8], got {cfg.num_stages}")
+    if cfg.num_warps not in (1, 2, 4, 8, 16):
+        raise ConfigError("--num_warps", f"must be one of 1, 2, 4, 8, 16, got {cfg.num_warps}")
+    if not _pow2(cfg.communication_block_size) or not 32 <= cfg.communication_block_size <= 1024:
+        raise ConfigError("--communication_block_size",
+                          f"must be a power of two in [32, 1024] (threads), got {cfg.communication_block_size}")
+    if cfg.gsize_m < 1:
+        raise ConfigError("--gsize_m", f"must be >= 1, got {cfg.gsize_m}")
+    if cfg.validate_iters < 1:
+        raise ConfigError("--validate_iters", f"must be >= 1, got {cfg.validate_iters}")
+    if cfg.datatype == "int8" and cfg.BLK_K < 32:
+        raise ConfigError("--BLK_K", f"must be >= 32 for int8 inputs (tl.dot's minimum K), got {cfg.BLK_K}")
+    if cfg.iters < 1:
+        raise ConfigError("--iters", f"must be >= 1, got {cfg.iters}")
+    if cfg.warmup < 0:
+        raise ConfigError("--warmup", f"must be >= 0, got {cfg.warmup}")
+    if cfg.timeout_s <= 0:
+        raise ConfigError("--timeout_s", f"must be > 0, got {cfg.timeout_s}")
+    # SM split. All programs of a launch must be resident at once (they wait on each other), so a
+    # launch may not have more programs than the device has SMs.
+    if not 1 <= cfg.total_sms <= device.sm_count:
+        raise ConfigError("--total_sms", f"must be in [1, {device.sm_count}] (the device's SMs: every program "
+                          f"must be resident, or waits could deadlock), got {cfg.total_sms}")
+    if not 1 <= cfg.gemm_sms < cfg.total_sms:
+        raise ConfigError("--gemm_sms", f"must be in [1, {cfg.total_sms - 1}] (below --total_sms={cfg.total_sms}, "
+                          f"leaving SMs to communicate), got {cfg.gemm_sms}")
+    # Shared memory of one GEMM program: the pipelined A and B tiles.
+    elem = 4 if cfg.datatype == "fp32" else (1 if cfg.datatype == "int8" else 2)
+    smem = (cfg.BLK_M * cfg.BLK_K + cfg.BLK_K * cfg.BLK_N) * elem * cfg.num_stages
+    if device.backend != "cpu" and smem > device.shared_mem_per_program:
+        raise ConfigError("--BLK_M/--BLK_N/--BLK_K/--num_stages",
+                          f"tiles need ~{smem} B of shared memory per program, the device has "
+                          f"{device.shared_mem_per_program} B: use smaller blocks or fewer stages")
+    if cfg.heap_size < 1 << 20:
+        raise ConfigError("--heap_size", f"must be at least 1 MiB, got {cfg.heap_size}")

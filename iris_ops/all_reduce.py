@@ -1,0 +1,38 @@
+"""all_reduce: each rank computes a full M x N partial sum (its K slice); each finished tile is
+atomically added into every rank's C. DST (the global C, zeroed before the GEMM) is on the heap;
+SRC is this rank's partial."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from iris_ops.comm_loop import subtile_offsets
+from iris_ops.device import translate
+
+
+@triton.jit
+def all_reduce_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+                    heap_bases, cur_rank, world_size,
+                    BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
+    for sm in tl.static_range(BLK_M // CTM):
+        for sn in tl.static_range(BLK_N // CTN):
+            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, M, N, BLK_M, BLK_N, CTM, CTN)
+            vals = tl.load(SRC + rm[:, None] * stride_sm + rn[None, :] * stride_sn, mask=mask)
+            dst = DST + rm[:, None] * stride_dm + rn[None, :] * stride_dn
+            for i in range(0, world_size):
+                peer = (cur_rank + 1 + i) % world_size  # peers first, own copy last
+                tl.atomic_add(translate(dst, cur_rank, peer, heap_bases), vals, mask=mask,
+                              sem="relaxed", scope="sys")
+
+
+@triton.jit
+def all_reduce_push_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                             heap_bases, cur_rank, world_size):
+    """fused_sequential: the GEMM program adds its tile straight into every rank's C."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    vals = acc.to(C.dtype.element_ty)
+    ptrs = C + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    for i in range(0, world_size):
+        peer = (cur_rank + 1 + i) % world_size
+        tl.atomic_add(translate(ptrs, cur_rank, peer, heap_bases), vals, mask=mask, sem="relaxed", scope="sys")

@@ -1,0 +1,63 @@
+"""The loop every communication program runs: take a tile, wait until it is ready, move it, log it.
+
+A communication program `pid` of `num_programs` takes tiles pid, pid + num_programs, ... in
+tile order (the order the GEMM finishes them in, roughly), waits with acquire loads until the
+tile's ready word reaches `ready_target` (the epoch, or world_size * epoch for counters that
+every rank bumps), then calls the algorithm's TILE_FN on it. A wait that times out records an
+error word and moves on, so a lost flag fails the run instead of hanging it.
+
+TILE_FN(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+        heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+moves the BLK_M x BLK_N tile (pid_m, pid_n) in sub-tiles of CTM x CTN.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from iris_ops.device import read_timer, record_error, wait_local
+from iris_ops.tiles import tile_coords
+
+
+@triton.jit
+def comm_program(
+    pid, num_programs, trace_pid,
+    SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
+    heap_bases, cur_rank, world_size,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
+    BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
+    CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
+):
+    n_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
+    for tile_id in range(pid, n_tiles, num_programs):
+        if COMM_TRACE is not None:
+            t_wait = read_timer(CLOCK, TIMER)
+        ok = wait_local(READY + tile_id, ready_target, max_spins, READY_SCOPE)
+        if not ok:
+            record_error(ERRORS, 2, tile_id)  # ERR_TILE_READY
+        if COMM_TRACE is not None:
+            t_ready = read_timer(CLOCK, TIMER)
+        pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
+        TILE_FN(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+                heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+        if COMM_TRACE is not None:
+            t_done = read_timer(CLOCK, TIMER)
+            row = COMM_TRACE + tile_id * 5
+            tl.store(row + 0, t_wait)
+            tl.store(row + 1, t_ready)
+            tl.store(row + 2, t_ready)
+            tl.store(row + 3, t_done)
+            tl.store(row + 4, trace_pid.to(tl.int64))
+
+
+@triton.jit
+def subtile_offsets(pid_m, pid_n, sm, sn, M, N, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
+                    CTM: tl.constexpr, CTN: tl.constexpr):
+    """Row and column indices of sub-tile (sm, sn) of tile (pid_m, pid_n), and its in-bounds mask."""
+    rm = pid_m * BLK_M + sm * CTM + tl.arange(0, CTM)
+    rn = pid_n * BLK_N + sn * CTN + tl.arange(0, CTN)
+    rn = tl.max_contiguous(tl.multiple_of(rn, CTN), CTN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    return rm, rn, mask

@@ -1,0 +1,46 @@
+"""one_shot: each rank publishes its M x N partial on the heap; a tile is reduced once all W
+ranks have produced it, by loading it from every rank and summing locally, so every rank ends
+with the whole reduced C. SRC is the partial (on the heap), DST this rank's C.
+
+Readiness is a counter per tile on every rank: each rank's GEMM epilogue adds 1 to the tile's
+counter on every rank (release, system scope), so the tile is complete everywhere once the
+local counter reaches world_size * epoch."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from iris_ops.comm_loop import subtile_offsets
+from iris_ops.device import translate
+
+
+@triton.jit
+def one_shot_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+                  heap_bases, cur_rank, world_size,
+                  BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
+    for sm in tl.static_range(BLK_M // CTM):
+        for sn in tl.static_range(BLK_N // CTN):
+            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, M, N, BLK_M, BLK_N, CTM, CTN)
+            src = SRC + rm[:, None] * stride_sm + rn[None, :] * stride_sn
+            if SRC.dtype.element_ty.is_int():
+                acc = tl.zeros((CTM, CTN), dtype=tl.int32)
+            else:
+                acc = tl.zeros((CTM, CTN), dtype=tl.float32)
+            for i in range(0, world_size):
+                peer = (cur_rank + 1 + i) % world_size  # remote partials first, the local one last
+                acc += tl.load(translate(src, cur_rank, peer, heap_bases), mask=mask).to(acc.dtype)
+            tl.store(DST + rm[:, None] * stride_dm + rn[None, :] * stride_dn,
+                     acc.to(DST.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def one_shot_publish_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                              heap_bases, cur_rank, world_size):
+    """Store the partial tile locally, then count it ready on every rank (release, system scope)."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
+    tl.debug_barrier()
+    for i in range(0, world_size):
+        peer = (cur_rank + i) % world_size
+        tl.atomic_add(translate(TILE_FLAGS + tile_id, cur_rank, peer, heap_bases), 1, sem="release", scope="sys")

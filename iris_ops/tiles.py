@@ -1,0 +1,35 @@
+"""Tile bookkeeping shared by the GEMM and the communication tiles: which (row, column) block a
+tile id names, in the grouped order of the Triton matmul tutorial (GSIZE_M rows of tiles are
+walked together, column-major inside a group, so that B's columns stay in L2)."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def tile_coords(tile_id, M, N, BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr):
+    """(pid_m, pid_n) of tile_id in the grouped order (device side)."""
+    tiles_m = tl.cdiv(M, BLK_M)
+    tiles_n = tl.cdiv(N, BLK_N)
+    in_group = GSIZE_M * tiles_n
+    group = tile_id // in_group
+    first_m = group * GSIZE_M
+    group_m = tl.minimum(tiles_m - first_m, GSIZE_M)
+    local = tile_id % in_group
+    return first_m + local % group_m, local // group_m
+
+
+def tile_coords_host(tile_id: int, tiles_m: int, tiles_n: int, gsize_m: int) -> tuple[int, int]:
+    """(pid_m, pid_n) of a tile in the grouped order (host side; the same arithmetic as tile_coords)."""
+    in_group = gsize_m * tiles_n
+    group = tile_id // in_group
+    first_m = group * gsize_m
+    group_m = min(tiles_m - first_m, gsize_m)
+    local = tile_id % in_group
+    return first_m + local % group_m, local // group_m
+
+
+def num_tiles(M: int, N: int, BLK_M: int, BLK_N: int) -> int:
+    return triton.cdiv(M, BLK_M) * triton.cdiv(N, BLK_N)

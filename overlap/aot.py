@@ -1,0 +1,136 @@
+"""Ahead-of-time compile of the overlap kernels for a GPU target, without a GPU.
+
+    /work/venv36/bin/python -m overlap.aot [--arch 90] [--datatype bf16] [--algorithms ...] [--modes ...]
+
+For every algorithm x mode it compiles the kernel(s) the mode launches with the default GPU
+configuration and prints registers, spills and shared memory, so compile errors and spills show
+up before any device time is spent. Run it with the Triton the target machine has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import triton
+import triton.language as tl
+
+import iris_ops.device as device
+from harness.config import ALGORITHMS, MODES
+from iris_ops.all_reduce import all_reduce_push_epilogue, all_reduce_tile
+from iris_ops.all_scatter import all_scatter_push_epilogue, all_scatter_tile
+from iris_ops.one_shot import one_shot_publish_epilogue, one_shot_tile
+from overlap.kernels import comm_kernel, overlap_kernel
+from stream_k.aot import resource_usage_of_cubin, spills_of_ptx
+from stream_k.configs import default_config
+from stream_k.kernel import store_and_signal
+
+_ELEM = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i8"}
+_OUT = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i32"}
+_RUNTIME_INTS = {"sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "cur_rank",
+                 "world_size", "ready_target", "gemm_programs", "comm_programs"}
+TILE_FN = {"all_scatter": all_scatter_tile, "all_reduce": all_reduce_tile, "one_shot": one_shot_tile}
+
+
+def _epilogue(algorithm: str, mode: str) -> Any:
+    if algorithm == "one_shot":
+        return one_shot_publish_epilogue
+    if mode == "fused_sequential":
+        return all_scatter_push_epilogue if algorithm == "all_scatter" else all_reduce_push_epilogue
+    return store_and_signal
+
+
+def compile_fn(fn: Any, ptr_types: dict[str, str], constexprs: dict[str, Any], arch: int,
+               num_warps: int, num_stages: int) -> dict[str, Any]:
+    """Compile a @triton.jit kernel for sm_<arch> with the given pointer types and constexprs."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    signature: dict[str, str] = {}
+    attrs: dict[tuple[int], list[list[Any]]] = {}
+    for i, name in enumerate(fn.arg_names):
+        if name in constexprs:
+            signature[name] = "constexpr"
+        elif name in ptr_types:
+            signature[name] = ptr_types[name]
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        else:
+            signature[name] = "i32"
+            if name not in _RUNTIME_INTS:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32),
+                              options={"num_warps": num_warps, "num_stages": num_stages})
+    usage = resource_usage_of_cubin(compiled.asm["cubin"])
+    usage.update(spills_of_ptx(compiled.asm["ptx"], arch))
+    usage["shared"] = compiled.metadata.shared
+    return usage
+
+
+def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: bool) -> dict[str, dict[str, Any]]:
+    device._ARCH = tl.constexpr(1)  # the NVIDIA code paths, though no GPU is present
+    cfg = default_config(datatype, f"sm{arch}")
+    e, o = _ELEM[datatype], _OUT[datatype]
+    acc = "i32" if datatype == "int8" else "fp32"
+    comm_ptrs = {"SRC": f"*{o}", "DST": f"*{o}", "READY": "*i32", "ZEROED": "*i32", "heap_bases": "*i64",
+                 "ERRORS": "*i32", "CLOCK": "*i64"}
+    comm_const: dict[str, Any] = {
+        "stride_sn": 1, "stride_dn": 1, "TILE_FN": TILE_FN[algorithm],
+        "READY_SCOPE": "sys" if algorithm == "one_shot" else "gpu",
+        "BLK_M": cfg.BLK_M, "BLK_N": cfg.BLK_N, "GSIZE_M": cfg.gsize_m, "CTM": min(64, cfg.BLK_M),
+        "CTN": cfg.BLK_N, "TIMER": device.TIMER_GLOBALTIMER,
+    }
+    if trace:
+        comm_ptrs["COMM_TRACE"] = "*i64"
+    else:
+        comm_const["COMM_TRACE"] = None
+    out: dict[str, dict[str, Any]] = {}
+    seq = mode == "fused_sequential"
+    is_ar = algorithm == "all_reduce"
+    gemm_ptrs = {"A": f"*{e}", "B": f"*{e}", "C": f"*{o}", "P": f"*{acc}", "LOCKS": "*i32", "TILE_FLAGS": "*i32"}
+    gemm_const = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLK_K": cfg.BLK_K, "EVEN_K": True,
+                  "EPILOGUE": _epilogue(algorithm, mode),
+                  "INPUT_PRECISION": cfg.input_precision if datatype == "fp32" else None,
+                  "NUM_XCDS": 1, "USE_TMA": False,
+                  "COMM_AFTER_GEMM": seq and algorithm == "one_shot", "GEMM_WAITS_ZEROED": seq and is_ar,
+                  "COMM_WAITS_ZEROED": is_ar and mode == "fused"}
+    if trace:
+        gemm_ptrs["GEMM_TRACE"] = "*i64"
+    else:
+        gemm_const["GEMM_TRACE"] = None
+    out["overlap_kernel"] = compile_fn(overlap_kernel, {**gemm_ptrs, **comm_ptrs}, {**gemm_const, **comm_const},
+                                       arch, cfg.num_warps, cfg.num_stages)
+    if mode in ("bulk_sync", "two_streams"):
+        c = dict(comm_const, COMM_WAITS_ZEROED=is_ar)
+        out["comm_kernel"] = compile_fn(comm_kernel, comm_ptrs, c, arch, 8, 1)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arch", type=int, default=90)
+    ap.add_argument("--datatype", default="bf16")
+    ap.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--trace", action="store_true")
+    args = ap.parse_args(argv)
+    print(f"triton {triton.__version__}, sm_{args.arch}, {args.datatype}, trace={args.trace}")
+    print(f"{'algorithm':12} {'mode':17} {'kernel':15} {'regs':>5} {'spill st/ld':>12} {'shared':>8}")
+    status = 0
+    for alg in args.algorithms.split(","):
+        for mode in args.modes.split(","):
+            try:
+                kernels = compile_mode(alg, mode, args.datatype, args.arch, args.trace)
+            except Exception as exc:  # report and go on: one table for every combination
+                print(f"{alg:12} {mode:17} FAILED: {type(exc).__name__}: {str(exc)[:400]}")
+                status = 1
+                continue
+            for name, u in kernels.items():
+                print(f"{alg:12} {mode:17} {name:15} {u['registers']:>5} "
+                      f"{u['spill_stores']:>5}/{u['spill_loads']:<6} {u['shared']:>8}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

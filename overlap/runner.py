@@ -1,0 +1,334 @@
+"""One distributed GEMM + communication problem on the symmetric heap, run in any overlap mode.
+
+`OverlapRun(cfg, shmem)` draws the inputs (the same seeded A and B on every rank, each rank taking
+its shard), allocates the heap buffers its algorithm needs, plans the Stream-K GEMM for the
+program counts its mode uses, and then offers:
+
+    step(timer)        one iteration (what the benchmark times), kernels launched on the device
+    validate()         the global C and this rank's partial against float64 torch references
+    check_errors()     raise if any spin-wait in any kernel timed out
+    time_components()  GEMM alone on its SMs and communication alone on its SMs (the overlap bound)
+    trace_arrays()     per-tile timestamps of the last iteration (--trace_tiles)
+
+Buffers per algorithm (H: on the heap, reached by peers):
+    all_scatter  C [M, N] (H); the GEMM writes C[:, r*N/W:(r+1)*N/W]; tiles are copied to every peer's C.
+    all_reduce   partial [M, N]; C [M, N] (H), zeroed each iteration, tiles atomically added on every rank.
+    one_shot     partial [M, N] (H), read by every peer; C [M, N] (local result); ready counters (H).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from harness.config import BenchConfig
+from harness.dtypes import output_dtype, torch_dtype
+from harness.timing import StepTimer
+from harness.validate import compare_tiles, reference_product
+from iris_ops import Iris, decode_error
+from iris_ops.all_reduce import all_reduce_push_epilogue, all_reduce_tile
+from iris_ops.all_scatter import all_scatter_push_epilogue, all_scatter_tile
+from iris_ops.device import ARCH
+from iris_ops.one_shot import one_shot_publish_epilogue, one_shot_tile
+from iris_ops.tiles import num_tiles
+from overlap.kernels import comm_kernel, overlap_kernel, signal_zeroed
+from stream_k import KernelConfig, StreamKGemm, plan_streamk
+from stream_k.kernel import store_and_signal
+
+ALIGN = 1024
+INTERPRETED = ARCH == 0
+
+
+def heap_bytes_needed(cfg: BenchConfig, world_size: int) -> int:
+    """Bytes of symmetric heap the run allocates (checked before the heap is created)."""
+    out_elem = torch.empty((), dtype=output_dtype(cfg.datatype)).element_size()
+    mn = cfg.m * cfg.n * out_elem
+    tiles_n = cfg.n // world_size if cfg.algorithm == "all_scatter" else cfg.n
+    tiles = num_tiles(cfg.m, tiles_n, cfg.BLK_M, cfg.BLK_N)
+
+    def up(x: int) -> int:
+        return max(ALIGN, -(-x // ALIGN) * ALIGN)
+
+    total = up(mn) + up(tiles * 4) + up(64 * 4)
+    if cfg.algorithm in ("all_reduce", "one_shot"):
+        total += up(mn)
+    return total
+
+
+@dataclass
+class Launch:
+    """What one program-count variant of the GEMM needs: its StreamKGemm and grid."""
+
+    gemm: StreamKGemm
+    gemm_programs: int
+    comm_programs: int
+
+
+class OverlapRun:
+    def __init__(self, cfg: BenchConfig, shmem: Iris) -> None:
+        self.cfg = cfg
+        self.shmem = shmem
+        self.rank = shmem.get_rank()
+        self.world = shmem.get_num_ranks()
+        self.device = shmem.get_device()
+        self.on_gpu = self.device.type == "cuda"
+        self.dtype = torch_dtype(cfg.datatype)
+        self.out_dtype = output_dtype(cfg.datatype)
+        self.epoch = 0
+        W, r = self.world, self.rank
+        M, N, K = cfg.m, cfg.n, cfg.k
+        self.local_k = K // W if cfg.algorithm in ("all_reduce", "one_shot") else K
+        self.local_n = N // W if cfg.algorithm == "all_scatter" else N
+
+        # Inputs: the same global A and B on every rank (same seed), each rank keeps its shard.
+        gen = torch.Generator(device=self.device).manual_seed(cfg.seed)
+        self.a_full = _random((M, K), cfg.datatype, gen, self.device)
+        self.b_full = _random((K, N), cfg.datatype, gen, self.device)
+        if cfg.algorithm == "all_scatter":
+            self.a = self.a_full
+            self.b = self.b_full[:, r * self.local_n:(r + 1) * self.local_n].contiguous()
+        else:
+            self.a = self.a_full[:, r * self.local_k:(r + 1) * self.local_k].contiguous()
+            self.b = self.b_full[r * self.local_k:(r + 1) * self.local_k, :].contiguous()
+
+        # Heap buffers (every rank allocates the same sequence, so offsets match).
+        self.c = shmem.zeros(M, N, dtype=self.out_dtype)
+        self.partial = shmem.zeros(M, N, dtype=self.out_dtype) if cfg.algorithm != "all_scatter" else None
+        self.tiles = num_tiles(M, self.local_n, cfg.BLK_M, cfg.BLK_N)
+        self.ready = shmem.zeros(self.tiles, dtype=torch.int32)
+        self.zeroed = shmem.zeros(64, dtype=torch.int32)
+        if cfg.algorithm == "all_scatter":
+            self.gemm_out = self.c[:, r * self.local_n:(r + 1) * self.local_n]
+        else:
+            self.gemm_out = self.partial
+        self.gemm_trace = self.comm_trace = None
+        if cfg.trace_tiles:
+            self.gemm_trace = torch.zeros(self.tiles, 3, dtype=torch.int64, device=self.device)
+            self.comm_trace = torch.zeros(self.tiles, 5, dtype=torch.int64, device=self.device)
+
+        # GEMM variants by program count.
+        kcfg = KernelConfig(BLK_M=cfg.BLK_M, BLK_N=cfg.BLK_N, BLK_K=cfg.BLK_K, num_stages=cfg.num_stages,
+                            num_warps=cfg.num_warps, gsize_m=cfg.gsize_m, waves_per_eu=cfg.waves_per_eu,
+                            matrix_instr_nonkdim=cfg.mfmaInstrSize, kpack=cfg.kpack)
+        self._gemms: dict[int, StreamKGemm] = {}
+
+        def gemm_for(programs: int) -> StreamKGemm:
+            if programs not in self._gemms:
+                plan = plan_streamk(M, self.local_n, self.local_k, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, programs,
+                                    gsize_m=cfg.gsize_m, two_tiles=cfg.two_tiles, schedule=cfg.schedule)
+                self._gemms[programs] = StreamKGemm(plan, cfg.datatype, kcfg, device=self.device,
+                                                    timeout_s=cfg.timeout_s)
+            return self._gemms[programs]
+
+        T, G = cfg.total_sms, cfg.gemm_sms
+        mode = cfg.mode
+        if mode == "bulk_sync":
+            self.main = Launch(gemm_for(T), T, 0)
+            self.comm_grid = T
+        elif mode == "two_streams":
+            self.main = Launch(gemm_for(G), G, 0)
+            self.comm_grid = T - G
+        elif mode == "fused":
+            self.main = Launch(gemm_for(G), G, T - G)
+            self.comm_grid = 0
+        else:  # fused_sequential
+            self.main = Launch(gemm_for(T), T, 0)
+            self.comm_grid = 0
+        # Communication alone / GEMM alone use the split the overlapped modes use.
+        self.alone = Launch(gemm_for(G), G, 0)
+        self.errors = self.main.gemm.errors
+        self.comm_stream = torch.cuda.Stream(self.device) if self.on_gpu and mode == "two_streams" else None
+        self._compiled: dict[str, Any] = {}
+        self.sequential = mode == "fused_sequential"
+
+    # ---- per-algorithm pieces ---------------------------------------------------------------------
+
+    def _epilogue(self) -> Any:
+        alg = self.cfg.algorithm
+        if alg == "one_shot":
+            return one_shot_publish_epilogue
+        if self.sequential:
+            return all_scatter_push_epilogue if alg == "all_scatter" else all_reduce_push_epilogue
+        return store_and_signal
+
+    def _gemm_target(self) -> torch.Tensor:
+        """Where the GEMM epilogue writes: all_reduce fused_sequential adds straight into C."""
+        if self.sequential and self.cfg.algorithm == "all_reduce":
+            return self.c
+        return self.gemm_out
+
+    def _comm_args(self) -> dict[str, Any]:
+        cfg, alg = self.cfg, self.cfg.algorithm
+        src = self.gemm_out
+        dst = self.gemm_out if alg == "all_scatter" else self.c
+        tile_fn = {"all_scatter": all_scatter_tile, "all_reduce": all_reduce_tile, "one_shot": one_shot_tile}[alg]
+        return {
+            "SRC": src, "DST": dst, "CM": cfg.m, "CN": self.local_n,
+            "stride_sm": src.stride(0), "stride_sn": src.stride(1),
+            "stride_dm": dst.stride(0), "stride_dn": dst.stride(1),
+            "READY": self.ready,
+            "ready_target": self.epoch * (self.world if alg == "one_shot" else 1),
+            "COMM_TRACE": self.comm_trace, "ZEROED": self.zeroed,
+            "TILE_FN": tile_fn, "READY_SCOPE": "sys" if alg == "one_shot" else "gpu",
+            "CTM": cfg.COMMUNICATION_TILE_M, "CTN": cfg.COMMUNICATION_TILE_N,
+        }
+
+    # ---- launches ---------------------------------------------------------------------------------
+
+    def _launch_gemm(self, launch: Launch, *, with_comm: bool) -> None:
+        g = launch.gemm
+        args = g.launch_args(self.a, self.b, self._gemm_target(), tile_flags=self.ready,
+                             gemm_trace=self.gemm_trace, epilogue=self._epilogue(),
+                             heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank, world_size=self.world,
+                             epoch=self.epoch)
+        comm = self._comm_args()
+        is_ar = self.cfg.algorithm == "all_reduce"
+        comm_programs = launch.comm_programs if with_comm else 0
+        comm_after_gemm = self.sequential and self.cfg.algorithm == "one_shot"
+        # The interpreter runs programs one after another, so a program could wait forever for a tile
+        # of a later program: there the "after" phase is a second launch over the same program ids.
+        split_phases = comm_after_gemm and INTERPRETED
+        args.update(comm)
+        args.update(
+            gemm_programs=launch.gemm_programs, comm_programs=comm_programs,
+            COMM_AFTER_GEMM=comm_after_gemm and not split_phases,
+            GEMM_WAITS_ZEROED=self.sequential and is_ar,
+            COMM_WAITS_ZEROED=is_ar and comm_programs > 0,
+        )
+        grid = (launch.gemm_programs + comm_programs,)
+        k = overlap_kernel[grid](**args, **g.launch_options())
+        self._keep("overlap_kernel", k)
+        if split_phases:
+            self._launch_comm(launch.gemm_programs)
+
+    def _launch_comm(self, programs: int) -> None:
+        g = self.main.gemm
+        args = self._comm_args()
+        args.update(max_spins=g.max_spins, ERRORS=self.errors, CLOCK=g.clock, epoch=self.epoch,
+                    heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank, world_size=self.world,
+                    BLK_M=self.cfg.BLK_M, BLK_N=self.cfg.BLK_N, GSIZE_M=self.cfg.gsize_m, TIMER=g.timer_kind,
+                    COMM_WAITS_ZEROED=self.cfg.algorithm == "all_reduce")
+        k = comm_kernel[(programs,)](**args, num_warps=max(1, self.cfg.communication_block_size // 32))
+        self._keep("comm_kernel", k)
+
+    def _zero_and_signal(self) -> None:
+        """all_reduce: zero C, then tell every peer it may add into it."""
+        self.c.zero_()
+        signal_zeroed[(1,)](self.zeroed, self.epoch, self.shmem.get_heap_bases(), self.rank, self.world)
+
+    def _keep(self, name: str, compiled: Any) -> None:
+        if compiled is not None and hasattr(compiled, "metadata") and name not in self._compiled:
+            self._compiled[name] = compiled
+
+    def step(self, timer: StepTimer | None = None) -> None:
+        """One iteration in the configured mode (kernels are launched, not waited for)."""
+        self.epoch += 1
+        timer = timer or StepTimer(use_events=False)
+        is_ar = self.cfg.algorithm == "all_reduce"
+        mode = self.cfg.mode
+        if mode == "two_streams" and self.comm_stream is not None:
+            main = torch.cuda.current_stream(self.device)
+            self.comm_stream.wait_stream(main)
+            with timer.span("gemm", main):
+                self._launch_gemm(self.main, with_comm=False)
+            with timer.span("comm", self.comm_stream), torch.cuda.stream(self.comm_stream):
+                if is_ar:
+                    self._zero_and_signal()
+                self._launch_comm(self.comm_grid)
+            main.wait_stream(self.comm_stream)
+            return
+        if is_ar:
+            with timer.span("zero"):
+                self._zero_and_signal()
+        if mode in ("bulk_sync", "two_streams"):  # two_streams without a GPU: one after the other
+            with timer.span("gemm"):
+                self._launch_gemm(self.main, with_comm=False)
+            with timer.span("comm"):
+                self._launch_comm(self.comm_grid)
+        else:
+            with timer.span("fused"):
+                self._launch_gemm(self.main, with_comm=True)
+
+    # ---- components of the overlap bound ---------------------------------------------------------
+
+    def gemm_alone(self, timer: StepTimer) -> None:
+        """The GEMM on --gemm_sms programs with nothing else running."""
+        self.epoch += 1
+        with timer.span("gemm_alone"):
+            self._launch_gemm(self.alone, with_comm=False)
+
+    def comm_alone(self, timer: StepTimer) -> None:
+        """Communication on the other programs, every tile already ready (same epoch as the last GEMM)."""
+        with timer.span("comm_alone"):
+            self._launch_comm(self.cfg.total_sms - self.cfg.gemm_sms)
+
+    # ---- checks -----------------------------------------------------------------------------------
+
+    def check_errors(self) -> None:
+        code = int(self.errors.item())
+        if code:
+            self.errors.zero_()
+            raise RuntimeError(f"rank {self.rank}: {decode_error(code)} "
+                               f"(a spin-wait gave up after ~{self.cfg.timeout_s:g} s)")
+
+    def poison(self) -> None:
+        """Fill every output with a sentinel so that an unwritten or stale element fails validation."""
+        bad = float("nan") if self.out_dtype.is_floating_point else -(2**31) + 7
+        self.c.fill_(bad)
+        if self.partial is not None:
+            self.partial.fill_(bad)
+
+    def validate(self) -> dict[str, Any]:
+        """Global C (on this rank) and this rank's own share, against float64 products of the same inputs."""
+        cfg = self.cfg
+        ref_c = reference_product(self.a_full, self.b_full)
+        result: dict[str, Any] = {"global": compare_tiles(self.c, ref_c, cfg.datatype, cfg.BLK_M, cfg.BLK_N,
+                                                          cfg.gsize_m)}
+        ref_local = reference_product(self.a, self.b)
+        if cfg.algorithm == "all_scatter":
+            result["partial"] = compare_tiles(self.gemm_out, ref_local, cfg.datatype, cfg.BLK_M, cfg.BLK_N,
+                                              cfg.gsize_m)
+        elif self.sequential and cfg.algorithm == "all_reduce":
+            result["partial"] = {"passed": True, "skipped": "fused_sequential all_reduce adds tiles straight "
+                                 "into every rank's C; no partial is stored"}
+        else:
+            result["partial"] = compare_tiles(self.partial, ref_local, cfg.datatype, cfg.BLK_M, cfg.BLK_N,
+                                              cfg.gsize_m)
+        result["passed"] = bool(result["global"]["passed"] and result["partial"]["passed"])
+        return result
+
+    def trace_arrays(self) -> dict[str, Any]:
+        """Host copies of the per-tile timestamps of the last iteration."""
+        out: dict[str, Any] = {}
+        if self.gemm_trace is not None:
+            out["gemm"] = self.gemm_trace.cpu().numpy()
+            out["comm"] = self.comm_trace.cpu().numpy()
+        return out
+
+    def resource_usage(self) -> dict[str, Any]:
+        """Registers, spills and shared memory of each compiled kernel (empty in the interpreter)."""
+        usage = {}
+        for name, k in self._compiled.items():
+            with contextlib.suppress(Exception):
+                k._init_handles()
+            usage[name] = {"registers": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None),
+                           "shared_bytes": getattr(k.metadata, "shared", None),
+                           "num_warps": getattr(k.metadata, "num_warps", None)}
+        return usage
+
+    def info(self) -> dict[str, Any]:
+        g = self.main.gemm
+        return {"gemm_plan": g.plan.as_dict(), "gemm_config": g.config.as_dict(),
+                "unused_options": g.unused_options, "tiles": self.tiles, "gemm_programs": self.main.gemm_programs,
+                "comm_programs": self.main.comm_programs or self.comm_grid, "timer_kind": g.timer_kind}
+
+
+def _random(shape: tuple[int, int], datatype: str, gen: torch.Generator, device: torch.device) -> torch.Tensor:
+    """Random inputs drawn on the device from a seeded generator (never zeros)."""
+    dtype = torch_dtype(datatype)
+    if dtype == torch.int8:
+        return torch.randint(-8, 8, shape, generator=gen, device=device, dtype=torch.int8)
+    return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)

@@ -1,0 +1,33 @@
+"""Stream-K GEMM (Osama et al., PPoPP 2023) in Triton: a persistent kernel whose programs split the output
+tiles' MAC-loop iterations evenly, combine split tiles through a workspace with per-program locks, and
+hand every finished tile to an epilogue hook that stores it and marks it ready (tile flags).
+
+    plan      StreamKPlan / plan_streamk: the work split (host)
+    kernel    streamk_program (device function), streamk_gemm_kernel, store_and_signal (default epilogue)
+    configs   KernelConfig / default_config: tile sizes, stages, warps per dtype and arch
+    gemm      StreamKGemm (workspace, epochs, launch, errors), matmul
+    bench     python -m stream_k.bench: TFLOP/s beside cuBLAS
+    aot       python -m stream_k.aot: compile for sm_90 without a GPU, registers / spills / shared memory
+"""
+
+from stream_k.configs import KernelConfig, current_arch, default_config
+from stream_k.gemm import StreamKGemm, default_num_programs, matmul
+from stream_k.kernel import store_and_signal, streamk_gemm_kernel, streamk_program
+from stream_k.plan import SCHEDULES, StreamKPlan, WorkItem, plan_streamk, tile_coords
+
+__all__ = [
+    "SCHEDULES",
+    "KernelConfig",
+    "StreamKGemm",
+    "StreamKPlan",
+    "WorkItem",
+    "current_arch",
+    "default_config",
+    "default_num_programs",
+    "matmul",
+    "plan_streamk",
+    "store_and_signal",
+    "streamk_gemm_kernel",
+    "streamk_program",
+    "tile_coords",
+]

@@ -1,0 +1,101 @@
+"""Default kernel configurations (tile sizes, pipeline depth, warps), the one place they are chosen.
+
+Measured / checked:
+- sm_90 (H100/H200) bf16/fp16: 128x256x64, 3 stages, 8 warps reached 0.96-0.99x cuBLAS with an unmasked
+  main loop (DESIGN.md); 4 stages does not fit shared memory. fp32 and int8 configs were checked by the
+  ahead-of-time compile in stream_k/aot.py (fit in shared memory, no spills), not timed.
+- "interpreter": small tiles so Triton's CPU interpreter finishes quickly.
+- int8 needs BLK_K >= 32 (tl.dot's minimum K for 8-bit inputs on NVIDIA).
+- AMD (gfx9xx) values follow common MI300 Triton GEMM settings and are not measured here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Compile-time choices of the Stream-K kernel.
+
+    input_precision: tl.dot's input_precision for fp32 inputs ("ieee" matches torch.matmul in fp32;
+    "tf32" / "tf32x3" trade accuracy for tensor-core speed); ignored for other types.
+    num_xcds: AMD chiplet count for the XCD-aware pid remap (1: no remap).
+    waves_per_eu, matrix_instr_nonkdim, kpack: AMD launch options, used only on HIP.
+    tma: load A and B through tensor descriptors (NVIDIA sm_90+; inputs need a unit last stride and
+    16-byte aligned rows). Off by default: the pointer path is the one measured and the one the
+    interpreter runs.
+    """
+
+    BLK_M: int = 128
+    BLK_N: int = 256
+    BLK_K: int = 64
+    num_stages: int = 3
+    num_warps: int = 8
+    gsize_m: int = 8
+    input_precision: str = "ieee"
+    num_xcds: int = 1
+    waves_per_eu: int | None = None
+    matrix_instr_nonkdim: int | None = None
+    kpack: int | None = None
+    tma: bool = False
+
+    def replace(self, **changes: Any) -> KernelConfig:
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_NVIDIA_SM90 = {
+    "bf16": KernelConfig(128, 256, 64, 3, 8),
+    "fp16": KernelConfig(128, 256, 64, 3, 8),
+    "fp32": KernelConfig(128, 128, 32, 3, 8),
+    "int8": KernelConfig(128, 256, 128, 3, 8),
+}
+_NVIDIA_SM80 = {
+    "bf16": KernelConfig(128, 128, 64, 3, 8),
+    "fp16": KernelConfig(128, 128, 64, 3, 8),
+    "fp32": KernelConfig(128, 128, 32, 3, 8),
+    "int8": KernelConfig(128, 128, 128, 3, 8),
+}
+_AMD_CDNA3 = {
+    "bf16": KernelConfig(256, 256, 64, 2, 8, num_xcds=8, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1),
+    "fp16": KernelConfig(256, 256, 64, 2, 8, num_xcds=8, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1),
+    "fp32": KernelConfig(128, 128, 32, 2, 8, num_xcds=8, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1),
+    "int8": KernelConfig(256, 256, 128, 2, 8, num_xcds=8, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1),
+}
+_INTERPRETER = {name: KernelConfig(32, 32, 32 if name == "int8" else 16, 1, 4)
+                for name in ("bf16", "fp16", "fp32", "int8")}
+
+
+def current_arch() -> str:
+    """"interpreter", "sm<major><minor>" (NVIDIA), the gfx name (AMD), or "cpu" without a GPU."""
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        return "interpreter"
+    import torch
+
+    if not torch.cuda.is_available():
+        return "cpu"
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    if getattr(torch.version, "hip", None):
+        return str(getattr(props, "gcnArchName", "gfx")).split(":")[0]
+    return f"sm{props.major}{props.minor}"
+
+
+def default_config(dtype_name: str, arch: str | None = None) -> KernelConfig:
+    """The default KernelConfig for a datatype ("bf16", "fp16", "fp32", "int8") on an arch (see current_arch)."""
+    arch = current_arch() if arch is None else arch
+    if dtype_name not in _NVIDIA_SM90:
+        raise ValueError(f"dtype_name must be one of {', '.join(_NVIDIA_SM90)}; got {dtype_name!r}")
+    if arch in ("interpreter", "cpu"):
+        table = _INTERPRETER
+    elif arch.startswith("gfx9"):
+        table = _AMD_CDNA3
+    elif arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 90:
+        table = _NVIDIA_SM90
+    else:
+        table = _NVIDIA_SM80
+    return table[dtype_name]

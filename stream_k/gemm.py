@@ -1,0 +1,261 @@
+"""Host side of the Stream-K GEMM: workspace, epochs, argument checks, launch, errors, resource usage.
+
+    gemm = StreamKGemm.create(M, N, K, "bf16", num_programs=132)   # plan + default config for this GPU
+    gemm(a, b, c)                                                  # one launch; epoch += 1
+    gemm.check_errors()                                            # raises if a fix-up wait timed out
+    c = matmul(a, b)                                               # one-off convenience (instances cached)
+
+A fused kernel that calls `streamk_program` itself takes its arguments from `gemm.launch_args(...)`
+(a dict keyed by streamk_program's parameter names, epoch already advanced) and its launch options
+from `gemm.launch_options()`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from harness.dtypes import DATATYPES as DTYPES
+from harness.dtypes import output_dtype
+from iris_ops.device import decode_error, default_timer_kind, spin_budget
+from stream_k.configs import KernelConfig, current_arch, default_config
+from stream_k.kernel import store_and_signal, streamk_gemm_kernel
+from stream_k.plan import StreamKPlan, plan_streamk
+
+_INT32_MAX = 2**31 - 1
+
+
+def dtype_name(dtype: torch.dtype | str) -> str:
+    """"bf16" / "fp16" / "fp32" / "int8" for a torch dtype or one of those names."""
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+        return dtype
+    for name, td in DTYPES.items():
+        if td == dtype:
+            return name
+    raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype}")
+
+
+def is_hip() -> bool:
+    return bool(getattr(torch.version, "hip", None)) and os.environ.get("TRITON_INTERPRET", "0") != "1"
+
+
+def default_num_programs(device: torch.device | str | None = None) -> int:
+    """All SMs / CUs of the GPU; 4 in the interpreter (programs run one after another there)."""
+    if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
+        return 4
+    dev = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
+    return torch.cuda.get_device_properties(dev).multi_processor_count
+
+
+def default_device() -> torch.device:
+    if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+class StreamKGemm:
+    """One GEMM shape on one device: its plan, kernel config, workspace and epoch counter.
+
+    Workspace (plain device tensors, owned here): `partials` P [num_programs, BLK_M, BLK_N] fp32
+    (int32 for int8), `locks` [num_programs] int32, `errors` [1] int32, `clock` [1] int64 (the
+    interpreter's logical timer). Locks and caller-supplied tile flags hold epochs: every launch uses
+    `epoch + 1`, so flags and locks left by earlier launches are always older than the one awaited and
+    are never reset. Launches that share this workspace must not run concurrently.
+    """
+
+    def __init__(self, plan: StreamKPlan, dtype: torch.dtype | str, config: KernelConfig | None = None, *,
+                 device: torch.device | str | None = None, timeout_s: float = 10.0) -> None:
+        self.plan = plan
+        self.dtype_name = dtype_name(dtype)
+        self.dtype = DTYPES[self.dtype_name]
+        self.out_dtype = output_dtype(self.dtype_name)
+        cfg = config if config is not None else default_config(self.dtype_name)
+        cfg = cfg.replace(BLK_M=plan.BLK_M, BLK_N=plan.BLK_N, BLK_K=plan.BLK_K, gsize_m=plan.gsize_m)
+        if config is not None and (config.BLK_M, config.BLK_N, config.BLK_K) != (plan.BLK_M, plan.BLK_N, plan.BLK_K):
+            raise ValueError(f"config blocks {config.BLK_M}x{config.BLK_N}x{config.BLK_K} differ from the plan's "
+                             f"{plan.BLK_M}x{plan.BLK_N}x{plan.BLK_K}")
+        if self.dtype_name == "int8" and plan.BLK_K < 32:
+            raise ValueError(f"BLK_K must be >= 32 for int8 inputs (tl.dot's minimum); got {plan.BLK_K}")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0; got {timeout_s}")
+        self.config = cfg
+        self.device = torch.device(device) if device is not None else default_device()
+        self.timeout_s = timeout_s
+        self.max_spins = spin_budget(timeout_s)
+        self.timer_kind = default_timer_kind()
+        acc = torch.int32 if self.dtype_name == "int8" else torch.float32
+        self.partials = torch.empty(plan.partials_shape, dtype=acc, device=self.device)
+        self.locks = torch.zeros(plan.locks_len, dtype=torch.int32, device=self.device)
+        self.errors = torch.zeros(1, dtype=torch.int32, device=self.device)
+        self.clock = torch.zeros(1, dtype=torch.int64, device=self.device)
+        self.epoch = 0
+        self.hip = is_hip()
+        amd = {"waves_per_eu": cfg.waves_per_eu, "matrix_instr_nonkdim": cfg.matrix_instr_nonkdim, "kpack": cfg.kpack}
+        self._amd_options = {k: v for k, v in amd.items() if v is not None} if self.hip else {}
+        self.unused_options = [] if self.hip else [k for k, v in amd.items() if v is not None]
+        if cfg.num_xcds > 1 and not self.hip:
+            self.unused_options.append("num_xcds")
+        self.num_xcds = cfg.num_xcds if self.hip else 1
+        self._compiled: Any = None
+
+    @classmethod
+    def create(cls, M: int, N: int, K: int, dtype: torch.dtype | str, num_programs: int | None = None, *,
+               config: KernelConfig | None = None, schedule: str = "hybrid", two_tiles: bool = True,
+               device: torch.device | str | None = None, timeout_s: float = 10.0) -> StreamKGemm:
+        """Plan M x N x K over num_programs (default: every SM) with `config` (default: default_config)."""
+        name = dtype_name(dtype)
+        cfg = config if config is not None else default_config(name)
+        dev = torch.device(device) if device is not None else default_device()
+        programs = num_programs if num_programs is not None else default_num_programs(dev)
+        plan = plan_streamk(M, N, K, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, programs, gsize_m=cfg.gsize_m,
+                            two_tiles=two_tiles, schedule=schedule)
+        return cls(plan, name, cfg, device=dev, timeout_s=timeout_s)
+
+    # ---- launching ------------------------------------------------------------------------------
+
+    def next_epoch(self, epoch: int | None = None) -> int:
+        """Advance and return the epoch (or jump to `epoch`, which must be larger than the current one)."""
+        if epoch is None:
+            epoch = self.epoch + 1
+        elif epoch <= self.epoch:
+            raise ValueError(f"epoch must exceed the last one used on this workspace ({self.epoch}); got {epoch}")
+        if epoch > _INT32_MAX:
+            raise ValueError("epoch overflowed int32; create a new StreamKGemm (fresh workspace)")
+        self.epoch = epoch
+        return epoch
+
+    def _check(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
+               gemm_trace: torch.Tensor | None) -> None:
+        p = self.plan
+        for name, t, shape, dt in (("a", a, (p.M, p.K), self.dtype), ("b", b, (p.K, p.N), self.dtype),
+                                   ("c", c, (p.M, p.N), self.out_dtype)):
+            if tuple(t.shape) != shape:
+                raise ValueError(f"{name} must have shape {shape}; got {tuple(t.shape)}")
+            if t.dtype != dt:
+                raise ValueError(f"{name} must be {dt}; got {t.dtype}")
+            if t.device != self.partials.device:
+                raise ValueError(f"{name} is on {t.device}; this GEMM's workspace is on {self.partials.device}")
+            if (t.shape[0] - 1) * abs(t.stride(0)) + (t.shape[1] - 1) * abs(t.stride(1)) > _INT32_MAX:
+                raise ValueError(f"{name} is too large for the kernel's 32-bit offsets")
+        if tile_flags is not None and (tile_flags.dtype != torch.int32 or tile_flags.numel() < p.num_tiles):
+            raise ValueError(f"tile_flags must be int32 with >= {p.num_tiles} elements")
+        if gemm_trace is not None and (gemm_trace.dtype != torch.int64 or tuple(gemm_trace.shape) != (p.num_tiles, 3)
+                                       or not gemm_trace.is_contiguous()):
+            raise ValueError(f"gemm_trace must be a contiguous int64 tensor of shape ({p.num_tiles}, 3)")
+
+    def launch_args(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, *,
+                    tile_flags: torch.Tensor | None = None, gemm_trace: torch.Tensor | None = None,
+                    epilogue: Any = None, heap_bases: torch.Tensor | None = None, cur_rank: int = 0,
+                    world_size: int = 1, epoch: int | None = None) -> dict[str, Any]:
+        """streamk_program's arguments (except pid, num_programs) by name, for one launch; advances the epoch."""
+        self._check(a, b, c, tile_flags, gemm_trace)
+        p, cfg = self.plan, self.config
+        A, B = (self._descriptors(a, b) if cfg.tma else (a, b))
+        return {
+            "A": A, "B": B, "C": c, "P": self.partials, "LOCKS": self.locks,
+            "TILE_FLAGS": tile_flags, "GEMM_TRACE": gemm_trace, "CLOCK": self.clock, "ERRORS": self.errors,
+            "M": p.M, "N": p.N, "K": p.K,
+            "stride_am": a.stride(0), "stride_ak": a.stride(1), "stride_bk": b.stride(0), "stride_bn": b.stride(1),
+            "stride_cm": c.stride(0), "stride_cn": c.stride(1),
+            "sk_tiles": p.sk_tiles, "sk_iters_per_program": p.sk_iters_per_program,
+            "sk_iters_remainder": p.sk_iters_remainder,
+            "epoch": self.next_epoch(epoch), "max_spins": self.max_spins,
+            "heap_bases": heap_bases, "cur_rank": cur_rank, "world_size": world_size,
+            "BLK_M": p.BLK_M, "BLK_N": p.BLK_N, "BLK_K": p.BLK_K, "GSIZE_M": p.gsize_m, "EVEN_K": p.even_k,
+            "EPILOGUE": epilogue if epilogue is not None else store_and_signal,
+            "TIMER": self.timer_kind,
+            "INPUT_PRECISION": cfg.input_precision if self.dtype_name == "fp32" else None,
+            "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma,
+        }
+
+    def _descriptors(self, a: torch.Tensor, b: torch.Tensor) -> tuple[Any, Any]:
+        """Tensor descriptors of A (blocks BLK_M x BLK_K) and B (BLK_K x BLK_N) for the TMA path."""
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        p = self.plan
+        for name, t in (("a", a), ("b", b)):
+            if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
+                raise ValueError(f"tma=True needs {name} row-major with 16-byte aligned rows; got strides {t.stride()}")
+        return (TensorDescriptor.from_tensor(a, [p.BLK_M, p.BLK_K]),
+                TensorDescriptor.from_tensor(b, [p.BLK_K, p.BLK_N]))
+
+    def launch_options(self) -> dict[str, Any]:
+        """num_warps, num_stages, and the AMD options when running on HIP."""
+        return {"num_warps": self.config.num_warps, "num_stages": self.config.num_stages, **self._amd_options}
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, *,
+                 tile_flags: torch.Tensor | None = None, gemm_trace: torch.Tensor | None = None,
+                 epilogue: Any = None, heap_bases: torch.Tensor | None = None, cur_rank: int = 0,
+                 world_size: int = 1, stream: Any = None, epoch: int | None = None) -> torch.Tensor:
+        """Launch C = A @ B on `stream` (default: the current stream) with num_programs programs; returns c."""
+        args = self.launch_args(a, b, c, tile_flags=tile_flags, gemm_trace=gemm_trace, epilogue=epilogue,
+                                heap_bases=heap_bases, cur_rank=cur_rank, world_size=world_size, epoch=epoch)
+        grid = (self.plan.num_programs,)
+        if stream is not None and self.partials.is_cuda:
+            with torch.cuda.stream(stream):
+                compiled = streamk_gemm_kernel[grid](**args, **self.launch_options())
+        else:
+            compiled = streamk_gemm_kernel[grid](**args, **self.launch_options())
+        if compiled is not None and hasattr(compiled, "metadata"):
+            self._compiled = compiled
+        return c
+
+    # ---- after launching ------------------------------------------------------------------------
+
+    def check_errors(self) -> None:
+        """Raise RuntimeError if a launch recorded an error (the word is cleared first). Synchronises."""
+        code = int(self.errors.item())
+        if code:
+            self.errors.zero_()
+            raise RuntimeError(f"Stream-K GEMM: {decode_error(code)}")
+
+    def resource_usage(self) -> dict[str, Any] | None:
+        """Registers, spills and shared memory of the last compiled kernel (None in the interpreter)."""
+        k = self._compiled
+        if k is None:
+            return None
+        for init in ("_init_handles",):
+            if hasattr(k, init):
+                getattr(k, init)()
+        return {"registers": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None),
+                "shared_bytes": getattr(k.metadata, "shared", None), "num_warps": self.config.num_warps,
+                "num_stages": self.config.num_stages}
+
+    def info(self) -> dict[str, Any]:
+        """Plan, config, epoch and the options that had no effect on this backend."""
+        return {"plan": self.plan.as_dict(), "config": self.config.as_dict(), "dtype": self.dtype_name,
+                "device": str(self.device), "arch": current_arch(), "epoch": self.epoch,
+                "timeout_s": self.timeout_s, "max_spins": self.max_spins, "timer_kind": self.timer_kind,
+                "unused_options": list(self.unused_options)}
+
+
+_CACHE: dict[tuple, StreamKGemm] = {}
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, num_programs: int | None = None, *,
+           schedule: str = "hybrid", two_tiles: bool = True, config: KernelConfig | None = None,
+           **cfg: Any) -> torch.Tensor:
+    """C = A @ B with the Stream-K kernel (new output tensor). `cfg` overrides fields of the default config."""
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul needs a (M, K) and b (K, N); got {tuple(a.shape)} and {tuple(b.shape)}")
+    name = dtype_name(a.dtype)
+    base = config if config is not None else default_config(name)
+    conf = base.replace(**cfg) if cfg else base
+    M, K = a.shape
+    N = b.shape[1]
+    programs = num_programs if num_programs is not None else default_num_programs(a.device)
+    key = (M, N, K, name, str(a.device), programs, schedule, two_tiles, conf)
+    gemm = _CACHE.get(key)
+    if gemm is None:
+        if len(_CACHE) > 32:
+            _CACHE.clear()
+        gemm = StreamKGemm.create(M, N, K, name, programs, config=conf, schedule=schedule, two_tiles=two_tiles,
+                                  device=a.device)
+        _CACHE[key] = gemm
+    c = torch.empty((M, N), dtype=gemm.out_dtype, device=a.device)
+    gemm(a, b, c)
+    return c

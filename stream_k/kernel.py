@@ -1,0 +1,253 @@
+"""The persistent Stream-K GEMM kernel (Triton), C = A @ B, with fix-up and a tile-ready epilogue hook.
+
+The whole work of one GEMM program is the device function
+
+    streamk_program(
+        pid, num_programs,                    # this program's id in 0..num_programs-1, and how many compute
+        A, B, C,                              # A: M x K, B: K x N (any strides), C: M x N
+        P, LOCKS,                             # workspace: P [num_programs, BLK_M, BLK_N] fp32 (int32 for
+                                              #   int8), LOCKS [num_programs] int32 epochs
+        TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,  # int32 [num_tiles] or None; int64 [num_tiles, 3] or None;
+                                              #   1-element int64 (logical timer); int32 [1] error word
+        M, N, K,
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+        sk_tiles, sk_iters_per_program, sk_iters_remainder,   # from StreamKPlan
+        epoch,                                # > every earlier launch's epoch on this workspace
+        max_spins,                            # poll budget of a fix-up wait (iris_ops.device.spin_budget)
+        heap_bases, cur_rank, world_size,     # handed to EPILOGUE untouched (None, 0, 1 on one GPU)
+        BLK_M, BLK_N, BLK_K, GSIZE_M,         # constexpr: tile sizes, tile-order group height
+        EVEN_K,                               # constexpr: K % BLK_K == 0
+        EPILOGUE,                             # constexpr @triton.jit function, see below
+        TIMER,                                # constexpr iris_ops.device.TIMER_* kind for GEMM_TRACE
+        INPUT_PRECISION=None,                 # constexpr tl.dot input_precision ("ieee"/"tf32"/...; fp32 only)
+        NUM_XCDS=1,                           # constexpr: >1 remaps pids so consecutive ones share an XCD
+        USE_TMA=False,                        # constexpr: A, B are tensor descriptors (blocks [BLK_M, BLK_K],
+                                              #   [BLK_K, BLK_N]) loaded by the copy engine (NVIDIA sm_90+)
+    )
+
+so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
+`streamk_gemm_kernel` is the stand-alone kernel (pid = program_id(0), num_programs = num_programs(0)).
+The accumulator is fp32, or int32 when C is an integer type (int8 inputs, int32 C).
+
+EPILOGUE contract: `EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+heap_bases, cur_rank, world_size)` is called exactly once per tile per launch, by the program that
+completes it, with `acc` the tile's final [BLK_M, BLK_N] accumulator (after fix-up) and rm / rn the
+tile's global row / column indices (unclipped: they may run past M / N at the edges). It stores the
+tile and signals it; `store_and_signal` (the default) does a masked store of acc in C's element type,
+then, when TILE_FLAGS is not None, a barrier and a release `TILE_FLAGS[tile_id] = epoch`.
+
+Schedule (see stream_k/plan.py, whose `work_items` mirrors this loop): DP tiles 0..dp_tiles-1
+first (p, p+P, ...), then the program's Stream-K range, tile by tile in reverse order. A contributor
+stores its partial into P[pid] and releases LOCKS[pid] = epoch; the owner acquires LOCKS[q] for
+each contributor q in ascending order and adds the partials in that order, so results are
+bit-identical run to run. A fix-up wait that exceeds max_spins records ERR_STREAMK_FIXUP in ERRORS
+and carries on (the tile is then wrong, and the host raises), so nothing can hang.
+
+Main loop: full BLK_K steps with unmasked loads (rows / columns past M / N are clamped to 0 and
+masked at the store); when K % BLK_K != 0 the tile's last K block is one peeled, masked iteration,
+run only by the program whose range holds it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import triton
+import triton.language as tl
+
+from iris_ops.device import ERR_STREAMK_FIXUP, read_timer, record_error, wait_local
+from iris_ops.tiles import tile_coords
+
+_ERR_FIXUP: tl.constexpr = tl.constexpr(ERR_STREAMK_FIXUP)
+_INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
+
+
+@triton.jit
+def store_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                     heap_bases, cur_rank, world_size):
+    """Default EPILOGUE: masked store of the tile in C's type, then release TILE_FLAGS[tile_id] = epoch."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    c_ptrs = C + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(C.dtype.element_ty), mask=mask)
+    if TILE_FLAGS is not None:
+        tl.debug_barrier()
+        tl.atomic_xchg(TILE_FLAGS + tile_id, epoch, sem="release", scope="gpu")
+
+
+@triton.jit
+def remap_xcd(pid, num_programs, NUM_XCDS: tl.constexpr):
+    """Renumber pids so that consecutive logical pids run on one XCD (AMD dispatches round-robin).
+
+    A bijection of 0..num_programs-1. Owners wait on lower *logical* pids, which after the remap may be
+    dispatched later, so NUM_XCDS > 1 needs every program resident at once (num_programs <= CUs)."""
+    if NUM_XCDS > 1:
+        per_xcd = (num_programs + NUM_XCDS - 1) // NUM_XCDS
+        tall = num_programs % NUM_XCDS
+        tall = tl.where(tall == 0, NUM_XCDS, tall)
+        xcd = pid % NUM_XCDS
+        local = pid // NUM_XCDS
+        pid = tl.where(xcd < tall, xcd * per_xcd + local, tall * per_xcd + (xcd - tall) * (per_xcd - 1) + local)
+    return pid
+
+
+@triton.jit
+def _sk_program_of(i, ipp, rem):
+    """The program whose Stream-K range holds SK iteration i (ranges: ipp + 1 for the first rem)."""
+    big = rem * (ipp + 1)
+    return tl.where(i < big, i // (ipp + 1), rem + (i - big) // tl.maximum(ipp, 1))
+
+
+@triton.jit
+def _partial_ptrs(P, slot, BLK_M: tl.constexpr, BLK_N: tl.constexpr):
+    """Pointers to workspace slot P[slot], a row-major BLK_M x BLK_N block."""
+    return P + slot * (BLK_M * BLK_N) + tl.arange(0, BLK_M)[:, None] * BLK_N + tl.arange(0, BLK_N)[None, :]
+
+
+@triton.jit
+def _dot(a, b, acc, INPUT_PRECISION: tl.constexpr):
+    """acc + a @ b. Triton 3.9's interpreter multiplies bf16 bit patterns as integers, so there bf16
+    operands go through fp32 (exact products, fp32 sums: what the tensor cores compute)."""
+    if _INTERPRET and a.dtype == tl.bfloat16:
+        a = a.to(tl.float32)
+        b = b.to(tl.float32)
+    return tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+
+
+@triton.jit
+def _mac_loop(acc, A, B, ram, rbn, k_lo, k_hi, iters_per_tile, K,
+              stride_am, stride_ak, stride_bk, stride_bn,
+              BLK_K: tl.constexpr, EVEN_K: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """acc += A[ram, k] @ B[k, rbn] over K blocks [k_lo, k_hi); the tile's last block masked if K is ragged."""
+    rk = tl.arange(0, BLK_K)
+    k0 = k_lo * BLK_K
+    a_ptrs = A + ram[:, None] * stride_am + (k0 + rk)[None, :] * stride_ak
+    b_ptrs = B + (k0 + rk)[:, None] * stride_bk + rbn[None, :] * stride_bn
+    n_full = k_hi - k_lo
+    if not EVEN_K:
+        n_full = tl.where(k_hi == iters_per_tile, n_full - 1, n_full)
+    for _ in range(n_full):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        acc = _dot(a, b, acc, INPUT_PRECISION)
+        a_ptrs += BLK_K * stride_ak
+        b_ptrs += BLK_K * stride_bk
+    if not EVEN_K:
+        if k_hi == iters_per_tile:
+            k_ok = (iters_per_tile - 1) * BLK_K + rk < K
+            a = tl.load(a_ptrs, mask=k_ok[None, :], other=0)
+            b = tl.load(b_ptrs, mask=k_ok[:, None], other=0)
+            acc = _dot(a, b, acc, INPUT_PRECISION)
+    return acc
+
+
+@triton.jit
+def _mac_loop_tma(acc, A, B, off_m, off_n, k_lo, k_hi, BLK_K: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """acc += A[off_m:, k] @ B[k, off_n:] over K blocks [k_lo, k_hi), A and B tensor descriptors.
+
+    The copy engine zero-fills whatever lies past M, N or K, so no block needs a mask."""
+    for kb in range(k_lo, k_hi):
+        a = A.load([off_m, kb * BLK_K])
+        b = B.load([kb * BLK_K, off_n])
+        acc = _dot(a, b, acc, INPUT_PRECISION)
+    return acc
+
+
+@triton.jit
+def streamk_program(
+    pid, num_programs,
+    A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    sk_tiles, sk_iters_per_program, sk_iters_remainder,
+    epoch, max_spins,
+    heap_bases, cur_rank, world_size,
+    BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
+    EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
+):
+    """All of one GEMM program's work: its DP tiles, then its Stream-K range (see the module docstring)."""
+    pid = remap_xcd(pid, num_programs, NUM_XCDS)
+    ACC_TYPE: tl.constexpr = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
+    iters_per_tile = tl.cdiv(K, BLK_K)
+    num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
+    dp_tiles = num_tiles - sk_tiles
+    n_dp = (dp_tiles + num_programs - 1 - pid) // num_programs
+
+    sk_start = pid * sk_iters_per_program + tl.minimum(pid, sk_iters_remainder)
+    sk_end = sk_start + sk_iters_per_program + (pid < sk_iters_remainder).to(tl.int32)
+    last_ts = (sk_end - 1) // iters_per_tile
+    n_sk = tl.where(sk_end > sk_start, last_ts - sk_start // iters_per_tile + 1, 0)
+
+    for w in range(n_dp + n_sk):
+        if GEMM_TRACE is not None:
+            t_begin = read_timer(CLOCK, TIMER)
+        if w < n_dp:
+            tile_id = pid + w * num_programs
+            ts = 0
+            k_lo = 0
+            k_hi = iters_per_tile
+        else:
+            ts = last_ts - (w - n_dp)
+            tile_id = dp_tiles + ts
+            k_lo = tl.maximum(sk_start, ts * iters_per_tile) - ts * iters_per_tile
+            k_hi = tl.minimum(sk_end, ts * iters_per_tile + iters_per_tile) - ts * iters_per_tile
+        pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
+        rm = pid_m * BLK_M + tl.arange(0, BLK_M)
+        rn = pid_n * BLK_N + tl.arange(0, BLK_N)
+        acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
+        if USE_TMA:
+            acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
+        else:
+            # Rows / columns past the edge read row / column 0: loads need no mask, the store drops them.
+            ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
+            ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
+            acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
+                            stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+
+        if k_hi < iters_per_tile:
+            # Contributor: publish the partial for the tile's owner (a higher pid).
+            tl.store(_partial_ptrs(P, pid, BLK_M, BLK_N), acc)
+            tl.debug_barrier()
+            tl.atomic_xchg(LOCKS + pid, epoch, sem="release", scope="gpu")
+        else:
+            if k_lo > 0:
+                # Owner of a split tile: add the contributors' partials, lowest pid first.
+                first = _sk_program_of(ts * iters_per_tile, sk_iters_per_program, sk_iters_remainder)
+                for q in range(first, pid):
+                    # scope passed explicitly: triton 3.6 rejects a str default of a called function.
+                    if not wait_local(LOCKS + q, epoch, max_spins, "gpu"):
+                        # .value: a plain int (the interpreter mishandles constexpr + tensor in record_error).
+                        record_error(ERRORS, _ERR_FIXUP.value, tile_id)
+                    acc += tl.load(_partial_ptrs(P, q, BLK_M, BLK_N), cache_modifier=".cg")
+            EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                     heap_bases, cur_rank, world_size)
+            if GEMM_TRACE is not None:
+                t_end = read_timer(CLOCK, TIMER)
+                tl.store(GEMM_TRACE + tile_id * 3, t_begin)
+                tl.store(GEMM_TRACE + tile_id * 3 + 1, t_end)
+                tl.store(GEMM_TRACE + tile_id * 3 + 2, pid.to(tl.int64))
+
+
+@triton.jit(do_not_specialize=["sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins"])
+def streamk_gemm_kernel(
+    A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    sk_tiles, sk_iters_per_program, sk_iters_remainder,
+    epoch, max_spins,
+    heap_bases, cur_rank, world_size,
+    BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
+    EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
+):
+    """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,)."""
+    streamk_program(
+        tl.program_id(0), tl.num_programs(0),
+        A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
+        M, N, K,
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+        sk_tiles, sk_iters_per_program, sk_iters_remainder,
+        epoch, max_spins,
+        heap_bases, cur_rank, world_size,
+        BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA,
+    )

@@ -1,0 +1,203 @@
+"""Stream-K work split (host side): which program computes which MAC-loop iterations of which tile.
+
+Vocabulary. The output C (M x N) is cut into `num_tiles` tiles of BLK_M x BLK_N, numbered in the
+grouped order of the Triton matmul tutorial (`tile_coords`). Each tile needs `iters_per_tile =
+ceil(K / BLK_K)` MAC-loop iterations. Tiles `0 .. dp_tiles-1` are data-parallel (DP): program p
+computes tiles p, p + P, p + 2P, ... whole. The last `sk_tiles` tiles are Stream-K (SK): their
+`sk_iters_total = sk_tiles * iters_per_tile` iterations, laid end to end (tile after tile, each
+tile's K iterations consecutive), are cut into `num_programs` contiguous ranges that differ by at
+most one iteration (the first `sk_iters_remainder` programs get one more).
+
+A tile whose iterations fall into several programs' ranges is *split*. Its *owner* is the program
+that computes its last K iteration (the highest pid touching it); every other program touching it is
+a *contributor*: it writes its partial accumulator into the workspace `P[pid]` and publishes
+`LOCKS[pid] = epoch`. A contributor's shared tile is always the last tile of its range, so each
+program contributes to at most one tile and `P` needs one BLK_M x BLK_N slot per program.
+
+Each program walks its DP tiles first, then its SK tiles in *reverse* tile order: the contributed
+tile (the last of its range) comes first, the tile it owns with contributors (the first of its
+range) comes last. So a contributor publishes its partial early, the owner asks for it late, and an
+owner only ever waits on lower pids: no wait in practice on a GPU, and never a wait on a program
+that has not run yet in Triton's interpreter, which runs programs one after another in pid order.
+
+`StreamKPlan.work_items` is the pure-Python mirror of the kernel's loop; tests check it covers every
+iteration exactly once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from iris_ops.tiles import tile_coords_host as tile_coords  # noqa: F401  (re-exported)
+
+SCHEDULES = ("hybrid", "dp", "sk")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _check_block(name: str, value: int) -> None:
+    if not isinstance(value, int) or value < 16 or value & (value - 1):
+        raise ValueError(f"{name} must be a power of two >= 16; got {value!r}")
+
+
+def _check_positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One tile's share of one program's work: K iterations [k_lo, k_hi) of tile `tile_id`.
+
+    role: "dp" (whole tile), "owner" (computes the tile's last iteration and stores the tile, after
+    adding the partials of `contributors`, in that order) or "contributor" (writes a partial).
+    """
+
+    tile_id: int
+    k_lo: int
+    k_hi: int
+    role: str
+    contributors: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamKPlan:
+    """The Stream-K split of one GEMM shape over `num_programs` programs (see the module docstring)."""
+
+    M: int
+    N: int
+    K: int
+    BLK_M: int
+    BLK_N: int
+    BLK_K: int
+    num_programs: int
+    gsize_m: int
+    schedule: str
+    two_tiles: bool
+    tiles_m: int
+    tiles_n: int
+    num_tiles: int
+    iters_per_tile: int
+    even_k: bool
+    sk_tiles: int
+    dp_tiles: int
+    sk_iters_total: int
+    sk_iters_per_program: int
+    sk_iters_remainder: int
+    partials_shape: tuple[int, int, int]  # P: one BLK_M x BLK_N fp32/int32 slot per program
+    locks_len: int  # LOCKS: one int32 epoch per program
+
+    # ---- the schedule, as the kernel computes it ------------------------------------------------
+
+    def sk_range(self, pid: int) -> tuple[int, int]:
+        """[start, end) of program pid's share of the Stream-K iteration space."""
+        ipp, rem = self.sk_iters_per_program, self.sk_iters_remainder
+        start = pid * ipp + min(pid, rem)
+        return start, start + ipp + (1 if pid < rem else 0)
+
+    def program_of(self, sk_iter: int) -> int:
+        """The program whose Stream-K range holds global SK iteration `sk_iter`."""
+        ipp, rem = self.sk_iters_per_program, self.sk_iters_remainder
+        big = rem * (ipp + 1)
+        if sk_iter < big:
+            return sk_iter // (ipp + 1)
+        return rem + (sk_iter - big) // max(ipp, 1)
+
+    def owner(self, tile_id: int) -> int:
+        """The program that stores tile `tile_id` (for a DP tile, the program that computes it)."""
+        if tile_id < self.dp_tiles:
+            return tile_id % self.num_programs
+        ts = tile_id - self.dp_tiles
+        return self.program_of(ts * self.iters_per_tile + self.iters_per_tile - 1)
+
+    def dp_tiles_of(self, pid: int) -> list[int]:
+        return list(range(pid, self.dp_tiles, self.num_programs))
+
+    def work_items(self, pid: int) -> list[WorkItem]:
+        """Program pid's work in the order the kernel does it: DP tiles, then SK tiles in reverse."""
+        items = [WorkItem(t, 0, self.iters_per_tile, "dp") for t in self.dp_tiles_of(pid)]
+        start, end = self.sk_range(pid)
+        if end <= start:
+            return items
+        ipt = self.iters_per_tile
+        for ts in range((end - 1) // ipt, start // ipt - 1, -1):
+            lo = max(start, ts * ipt) - ts * ipt
+            hi = min(end, ts * ipt + ipt) - ts * ipt
+            if hi < ipt:
+                items.append(WorkItem(self.dp_tiles + ts, lo, hi, "contributor"))
+            else:
+                first = self.program_of(ts * ipt)
+                items.append(WorkItem(self.dp_tiles + ts, lo, hi, "owner", tuple(range(first, pid))))
+        return items
+
+    def max_iters_per_program(self) -> int:
+        """The most MAC iterations any program runs (the critical path, ignoring fix-up)."""
+        dp = cdiv(self.dp_tiles, self.num_programs) * self.iters_per_tile
+        return dp + self.sk_iters_per_program + (1 if self.sk_iters_remainder else 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def plan_streamk(
+    M: int,
+    N: int,
+    K: int,
+    BLK_M: int,
+    BLK_N: int,
+    BLK_K: int,
+    num_programs: int,
+    *,
+    gsize_m: int = 8,
+    two_tiles: bool = True,
+    schedule: str = "hybrid",
+) -> StreamKPlan:
+    """Split an M x N x K GEMM over num_programs programs.
+
+    schedule:
+      "hybrid": full waves of DP tiles plus one Stream-K wave holding the r = tiles % P leftover tiles,
+                or, with two_tiles and at least one full wave, r + P tiles (the "two-tile" hybrid of
+                Osama et al.: each program's SK share is between one and two tiles, so no program's
+                share is tiny); all DP when r == 0.
+      "dp":     data-parallel only (the last wave may be partly idle).
+      "sk":     every tile Stream-K.
+    """
+    for name, value in (("M", M), ("N", N), ("K", K), ("num_programs", num_programs), ("gsize_m", gsize_m)):
+        _check_positive(name, value)
+    for name, value in (("BLK_M", BLK_M), ("BLK_N", BLK_N), ("BLK_K", BLK_K)):
+        _check_block(name, value)
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}; got {schedule!r}")
+
+    tiles_m, tiles_n = cdiv(M, BLK_M), cdiv(N, BLK_N)
+    num_tiles = tiles_m * tiles_n
+    iters_per_tile = cdiv(K, BLK_K)
+    if schedule == "dp":
+        sk_tiles = 0
+    elif schedule == "sk":
+        sk_tiles = num_tiles
+    else:
+        r = num_tiles % num_programs
+        if r == 0:
+            sk_tiles = 0
+        elif two_tiles and num_tiles >= num_programs:
+            sk_tiles = r + num_programs
+        else:
+            sk_tiles = r
+    sk_iters_total = sk_tiles * iters_per_tile
+    return StreamKPlan(
+        M=M, N=N, K=K, BLK_M=BLK_M, BLK_N=BLK_N, BLK_K=BLK_K,
+        num_programs=num_programs, gsize_m=gsize_m, schedule=schedule, two_tiles=two_tiles,
+        tiles_m=tiles_m, tiles_n=tiles_n, num_tiles=num_tiles, iters_per_tile=iters_per_tile,
+        even_k=K % BLK_K == 0,
+        sk_tiles=sk_tiles, dp_tiles=num_tiles - sk_tiles,
+        sk_iters_total=sk_iters_total,
+        sk_iters_per_program=sk_iters_total // num_programs,
+        sk_iters_remainder=sk_iters_total % num_programs,
+        partials_shape=(num_programs, BLK_M, BLK_N),
+        locks_len=num_programs,
+    )

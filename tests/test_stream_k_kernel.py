@@ -1,0 +1,282 @@
+"""Stream-K kernel against torch.matmul in float64: every dtype, odd shapes, each schedule, split tiles.
+
+Runs on the CPU with TRITON_INTERPRET=1 (programs then run one after another, so these tests also prove
+that no program waits on a later one), and on a GPU without it. Shapes stay small for the interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from iris_ops.device import wait_local
+
+# Submodules, not the package: an editable install made before stream_k/__init__.py existed maps
+# stream_k to a namespace package, whose top level is empty.
+from stream_k.configs import KernelConfig
+from stream_k.gemm import StreamKGemm, matmul
+from stream_k.kernel import streamk_gemm_kernel, streamk_program
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+HAS_GPU = torch.cuda.is_available() and not INTERPRET
+pytestmark = pytest.mark.skipif(not (INTERPRET or HAS_GPU), reason="needs a GPU or TRITON_INTERPRET=1")
+DEVICE = "cuda" if HAS_GPU else "cpu"
+TOL = {"fp16": 1e-2, "bf16": 2e-2, "fp32": 1e-4, "int8": 0.0}
+TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "int8": torch.int8}
+SENTINEL = -(2**31) + 7
+
+
+def _config(name: str, blk_m: int = 16, blk_n: int = 16) -> KernelConfig:
+    return KernelConfig(blk_m, blk_n, 32 if name == "int8" else 16, num_stages=2, num_warps=4)
+
+
+def _inputs(name: str, M: int, N: int, K: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    if name == "int8":
+        a = torch.randint(-8, 8, (M, K), generator=g, dtype=torch.int8)
+        b = torch.randint(-8, 8, (K, N), generator=g, dtype=torch.int8)
+    else:
+        a = torch.randn(M, K, generator=g).to(TORCH[name])
+        b = torch.randn(K, N, generator=g).to(TORCH[name])
+    return a.to(DEVICE), b.to(DEVICE)
+
+
+def _poisoned(gemm: StreamKGemm) -> torch.Tensor:
+    shape = (gemm.plan.M, gemm.plan.N)
+    if gemm.out_dtype == torch.int32:
+        return torch.full(shape, SENTINEL, dtype=torch.int32, device=DEVICE)
+    return torch.full(shape, float("nan"), dtype=gemm.out_dtype, device=DEVICE)
+
+
+def _check(name: str, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    ref = a.cpu().double() @ b.cpu().double()
+    out = c.cpu().double()
+    if name == "int8":
+        assert torch.equal(out, ref), "int8 GEMM must be exact"
+        return
+    assert torch.isfinite(out).all(), "unwritten (NaN) or overflowed elements"
+    rel = ((out - ref).norm() / ref.norm()).item()
+    assert rel < TOL[name], f"relative error {rel:.3g} >= {TOL[name]}"
+
+
+def _run(gemm: StreamKGemm, a, b, *, trace: bool = True):
+    p = gemm.plan
+    c = _poisoned(gemm)
+    flags = torch.zeros(p.num_tiles, dtype=torch.int32, device=DEVICE)
+    tr = torch.full((p.num_tiles, 3), -1, dtype=torch.int64, device=DEVICE) if trace else None
+    gemm(a, b, c, tile_flags=flags, gemm_trace=tr)
+    gemm.check_errors()
+    return c, flags, tr
+
+
+def _has_split_tile(gemm: StreamKGemm) -> bool:
+    return any(w.role == "contributor" for pid in range(gemm.plan.num_programs) for w in gemm.plan.work_items(pid))
+
+
+@pytest.mark.parametrize("programs", [1, 2, 3, 7, 20])
+@pytest.mark.parametrize("schedule", ["hybrid", "dp", "sk"])
+@pytest.mark.parametrize("name", ["fp16", "bf16", "fp32", "int8"])
+def test_odd_shape(name, schedule, programs):
+    M, N, K = 37, 45, 50
+    gemm = StreamKGemm.create(M, N, K, name, programs, config=_config(name), schedule=schedule, device=DEVICE)
+    p = gemm.plan
+    if schedule == "sk":
+        # 3 programs get exactly 3 tiles each; otherwise tiles are split between programs.
+        assert p.sk_tiles == p.num_tiles and _has_split_tile(gemm) == (programs not in (1, 3))
+    if schedule == "hybrid" and programs in (2, 7, 20):
+        assert p.sk_tiles > 0 and _has_split_tile(gemm)
+    if schedule == "dp" or programs == 1:
+        assert not _has_split_tile(gemm)
+    a, b = _inputs(name, M, N, K)
+    c, flags, tr = _run(gemm, a, b)
+    _check(name, a, b, c)
+    assert (flags == gemm.epoch).all()
+    tr = tr.cpu()
+    assert (tr[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+    assert (tr[:, 1] > tr[:, 0]).all() and (tr[:, 0] >= 0).all()
+
+
+@pytest.mark.parametrize("name", ["bf16", "int8"])
+def test_even_k_with_split_tiles(name):
+    M, N, K = 48, 40, 128
+    gemm = StreamKGemm.create(M, N, K, name, 5, config=_config(name), schedule="sk", device=DEVICE)
+    assert gemm.plan.even_k and _has_split_tile(gemm)
+    a, b = _inputs(name, M, N, K, seed=1)
+    c, _, _ = _run(gemm, a, b, trace=False)
+    _check(name, a, b, c)
+
+
+def test_tile_split_over_four_programs():
+    gemm = StreamKGemm.create(16, 16, 160, "fp32", 4, config=_config("fp32"), schedule="sk", device=DEVICE)
+    assert gemm.plan.work_items(3)[0].contributors == (0, 1, 2)
+    a, b = _inputs("fp32", 16, 16, 160, seed=2)
+    c, flags, _ = _run(gemm, a, b)
+    _check("fp32", a, b, c)
+    assert flags.item() == gemm.epoch
+
+
+def test_larger_blocks_and_hybrid_waves():
+    # 6 x 3 = 18 tiles of 32 x 32 on 4 programs: 3 DP waves of 4 + a two-tile Stream-K wave of 6.
+    name, M, N, K = "fp16", 190, 96, 72
+    gemm = StreamKGemm.create(M, N, K, name, 4, config=_config(name, 32, 32), device=DEVICE)
+    assert (gemm.plan.dp_tiles, gemm.plan.sk_tiles) == (12, 6) and _has_split_tile(gemm)
+    a, b = _inputs(name, M, N, K, seed=3)
+    c, flags, _ = _run(gemm, a, b)
+    _check(name, a, b, c)
+    assert (flags == 1).all()
+
+
+def test_deterministic_and_epochs_advance():
+    name, M, N, K = "fp32", 37, 45, 90
+    gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name), schedule="sk", device=DEVICE)
+    a, b = _inputs(name, M, N, K, seed=4)
+    c1, f1, _ = _run(gemm, a, b, trace=False)
+    c2, f2, _ = _run(gemm, a, b, trace=False)
+    assert torch.equal(c1, c2), "two runs must be bit-identical"
+    assert (f1 == 1).all() and (f2 == 2).all() and gemm.epoch == 2
+    with pytest.raises(ValueError, match="epoch"):
+        gemm(a, b, c1, epoch=2)
+    gemm(a, b, c1, epoch=10)
+    assert gemm.epoch == 10
+
+
+def test_strided_inputs():
+    name, M, N, K = "fp16", 37, 45, 50
+    gemm = StreamKGemm.create(M, N, K, name, 3, config=_config(name), schedule="sk", device=DEVICE)
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(K, M, generator=g).to(TORCH[name]).to(DEVICE).t()  # M x K, column-major
+    b = torch.randn(N, K, generator=g).to(TORCH[name]).to(DEVICE).t()  # K x N, column-major
+    c, _, _ = _run(gemm, a, b, trace=False)
+    _check(name, a, b, c)
+
+
+@triton.jit
+def _plus_one_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                       heap_bases, cur_rank, world_size):
+    """Stores acc + 1 and counts its calls per tile in TILE_FLAGS (a test of the hook, not a real epilogue)."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, (acc + 1).to(C.dtype.element_ty), mask=mask)
+    tl.atomic_add(TILE_FLAGS + tile_id, 1)
+
+
+def test_custom_epilogue_runs_once_per_tile():
+    name, M, N, K = "fp32", 37, 45, 50
+    gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name), schedule="sk", device=DEVICE)
+    a, b = _inputs(name, M, N, K, seed=7)
+    c = _poisoned(gemm)
+    calls = torch.zeros(gemm.plan.num_tiles, dtype=torch.int32, device=DEVICE)
+    gemm(a, b, c, tile_flags=calls, epilogue=_plus_one_epilogue)
+    gemm.check_errors()
+    assert (calls == 1).all()
+    _check(name, a, b, c - 1)
+
+
+@triton.jit
+def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
+                       stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                       sk_tiles, sk_iters_per_program, sk_iters_remainder, epoch, max_spins,
+                       heap_bases, cur_rank, world_size, SEEN, gemm_programs, only_pid,
+                       BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
+                       EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
+                       INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr):
+    """Programs < gemm_programs run the GEMM (only `only_pid` if >= 0); the next one waits on every tile flag."""
+    pid = tl.program_id(0)
+    if pid < gemm_programs:
+        if (only_pid < 0) | (pid == only_pid):
+            streamk_program(pid, gemm_programs, A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
+                            stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                            sk_tiles, sk_iters_per_program, sk_iters_remainder, epoch, max_spins,
+                            heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
+                            TIMER, INPUT_PRECISION, NUM_XCDS)
+    else:
+        num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
+        for t in range(num_tiles):
+            if wait_local(TILE_FLAGS + t, epoch, max_spins, "gpu"):
+                tl.atomic_add(SEEN, 1)
+
+
+def _launch_fused(gemm: StreamKGemm, a, b, c, flags, seen, only_pid: int = -1) -> None:
+    args = gemm.launch_args(a, b, c, tile_flags=flags)
+    programs = gemm.plan.num_programs
+    _fused_like_kernel[(programs + 1,)](**args, SEEN=seen, gemm_programs=programs, only_pid=only_pid,
+                                        **gemm.launch_options())
+
+
+def test_fused_kernel_calls_streamk_program():
+    name, M, N, K = "fp16", 37, 45, 50
+    gemm = StreamKGemm.create(M, N, K, name, 3, config=_config(name), schedule="sk", device=DEVICE)
+    a, b = _inputs(name, M, N, K, seed=8)
+    c = _poisoned(gemm)
+    flags = torch.zeros(gemm.plan.num_tiles, dtype=torch.int32, device=DEVICE)
+    seen = torch.zeros(1, dtype=torch.int32, device=DEVICE)
+    _launch_fused(gemm, a, b, c, flags, seen)
+    gemm.check_errors()
+    _check(name, a, b, c)
+    assert seen.item() == gemm.plan.num_tiles
+
+
+def test_fixup_timeout_is_reported_not_hung():
+    name, M, N, K = "fp32", 16, 16, 160
+    gemm = StreamKGemm.create(M, N, K, name, 4, config=_config(name), schedule="sk", device=DEVICE,
+                              timeout_s=1e-4)
+    a, b = _inputs(name, M, N, K, seed=9)
+    c = _poisoned(gemm)
+    flags = torch.zeros(gemm.plan.num_tiles, dtype=torch.int32, device=DEVICE)
+    seen = torch.zeros(1, dtype=torch.int32, device=DEVICE)
+    _launch_fused(gemm, a, b, c, flags, seen, only_pid=3)  # the owner runs; its contributors never do
+    with pytest.raises(RuntimeError, match="fix-up"):
+        gemm.check_errors()
+    gemm.check_errors()  # the error word was cleared
+    assert seen.item() == 1  # the owner still stored and signalled its tile
+
+
+def test_xcd_remap_covers_every_tile():
+    # NUM_XCDS > 1 renumbers programs; with the DP schedule (no waits) it must still write every tile once.
+    name, M, N, K = "fp16", 37, 45, 50
+    gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name), schedule="dp", device=DEVICE)
+    a, b = _inputs(name, M, N, K, seed=12)
+    c = _poisoned(gemm)
+    tr = torch.full((gemm.plan.num_tiles, 3), -1, dtype=torch.int64, device=DEVICE)
+    args = gemm.launch_args(a, b, c, gemm_trace=tr)
+    args["NUM_XCDS"] = 4
+    streamk_gemm_kernel[(gemm.plan.num_programs,)](**args, **gemm.launch_options())
+    _check(name, a, b, c)
+    assert sorted(tr[:, 2].tolist()) == sorted(gemm.plan.owner(t) for t in range(gemm.plan.num_tiles))
+
+
+@pytest.mark.skipif(HAS_GPU and torch.cuda.get_device_capability()[0] < 9, reason="TMA needs sm_90+")
+@pytest.mark.parametrize("name", ["fp16", "fp32"])
+def test_tma_path(name):
+    M, N, K = 37, 48, 56  # rows of A and B 16-byte aligned, K ragged: the copy engine zero-fills the tail
+    gemm = StreamKGemm.create(M, N, K, name, 4, config=_config(name).replace(tma=True), schedule="sk",
+                              device=DEVICE)
+    assert _has_split_tile(gemm)
+    a, b = _inputs(name, M, N, K, seed=11)
+    c, flags, _ = _run(gemm, a, b)
+    _check(name, a, b, c)
+    assert (flags == 1).all()
+    with pytest.raises(ValueError, match="tma"):
+        gemm(a.t().contiguous().t(), b, c)
+
+
+def test_matmul_and_argument_checks():
+    a, b = _inputs("fp16", 40, 24, 33, seed=10)
+    _check("fp16", a, b, matmul(a, b, 3, BLK_M=16, BLK_N=16, BLK_K=16, num_stages=2, num_warps=4))
+    gemm = StreamKGemm.create(40, 24, 33, "fp16", 3, config=_config("fp16"), device=DEVICE)
+    c = _poisoned(gemm)
+    with pytest.raises(ValueError, match="shape"):
+        gemm(a, a, c)
+    with pytest.raises(ValueError, match="b must be"):
+        gemm(a, b.float(), c)
+    with pytest.raises(ValueError, match="BLK_K"):
+        StreamKGemm.create(40, 24, 33, "int8", 3, config=_config("fp16"), device=DEVICE)
+    info = gemm.info()
+    assert info["plan"]["num_programs"] == 3 and info["unused_options"] == []
+    amd = _config("fp16").replace(waves_per_eu=2, kpack=2, num_xcds=8)
+    if not getattr(torch.version, "hip", None):
+        g = StreamKGemm.create(40, 24, 33, "fp16", 3, config=amd, device=DEVICE)
+        assert sorted(g.unused_options) == ["kpack", "num_xcds", "waves_per_eu"]

@@ -1,0 +1,146 @@
+"""Stream-K work split (host only): coverage, balance, ownership, schedule choice, input checks."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from stream_k.plan import StreamKPlan, plan_streamk, tile_coords
+
+SHAPES = [
+    # M, N, K, BLK_M, BLK_N, BLK_K
+    (37, 45, 50, 16, 16, 16),
+    (64, 64, 64, 16, 16, 16),
+    (16, 16, 160, 16, 16, 16),
+    (1000, 700, 300, 64, 128, 32),
+    (8192, 8192, 8192, 128, 256, 64),
+    (4864, 4096, 8256, 128, 256, 64),
+]
+PROGRAMS = [1, 2, 3, 7, 13, 132]
+
+
+def _check_plan(plan: StreamKPlan) -> None:
+    ipt = plan.iters_per_tile
+    covered: Counter[tuple[int, int]] = Counter()
+    stored: Counter[int] = Counter()
+    contributors_seen: dict[int, list[int]] = defaultdict(list)
+    owners: dict[int, tuple[int, tuple[int, ...]]] = {}
+    sk_iters = []
+    for pid in range(plan.num_programs):
+        items = plan.work_items(pid)
+        sk = [w for w in items if w.role != "dp"]
+        sk_iters.append(sum(w.k_hi - w.k_lo for w in sk))
+        # Reverse tile order inside the SK range; a contributor item can only come first.
+        assert [w.tile_id for w in sk] == sorted((w.tile_id for w in sk), reverse=True)
+        for i, w in enumerate(sk):
+            if w.role == "contributor":
+                assert i == 0, "a program contributes only to the last tile of its range, done first"
+        for w in items:
+            assert 0 <= w.k_lo < w.k_hi <= ipt
+            for k in range(w.k_lo, w.k_hi):
+                covered[(w.tile_id, k)] += 1
+            if w.role == "contributor":
+                contributors_seen[w.tile_id].append(pid)
+                assert w.k_hi < ipt
+            else:
+                stored[w.tile_id] += 1
+                assert w.k_hi == ipt
+                assert plan.owner(w.tile_id) == pid
+                if w.role == "owner":
+                    owners[w.tile_id] = (pid, w.contributors)
+                    assert all(q < pid for q in w.contributors), "an owner waits only on lower pids"
+                    assert (w.k_lo > 0) == bool(w.contributors)
+    # Every iteration of every tile exactly once; every tile stored exactly once.
+    assert set(covered) == {(t, k) for t in range(plan.num_tiles) for k in range(ipt)}
+    assert set(covered.values()) == {1}
+    assert stored == Counter(range(plan.num_tiles))
+    for tile, pids in contributors_seen.items():
+        assert owners[tile][1] == tuple(sorted(pids))
+    # Stream-K shares differ by at most one iteration and add up.
+    assert max(sk_iters) - min(sk_iters) <= 1
+    assert sum(sk_iters) == plan.sk_iters_total == plan.sk_tiles * ipt
+    assert plan.sk_iters_per_program * plan.num_programs + plan.sk_iters_remainder == plan.sk_iters_total
+    # Whole DP waves in the hybrid schedule.
+    if plan.schedule == "hybrid":
+        assert plan.dp_tiles % plan.num_programs == 0
+
+
+@pytest.mark.parametrize("schedule", ["hybrid", "dp", "sk"])
+@pytest.mark.parametrize("programs", PROGRAMS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_plan_covers_every_iteration_once(shape, programs, schedule):
+    plan = plan_streamk(*shape, programs, schedule=schedule)
+    _check_plan(plan)
+
+
+@pytest.mark.parametrize("programs", [1, 2, 5, 64])
+def test_plan_without_two_tiles(programs):
+    plan = plan_streamk(1000, 700, 300, 64, 128, 32, programs, two_tiles=False)
+    _check_plan(plan)
+    assert plan.sk_tiles == plan.num_tiles % programs
+
+
+def test_tile_order_is_a_bijection():
+    for tiles_m, tiles_n, g in [(3, 3, 8), (7, 19, 8), (10, 4, 3), (1, 5, 2)]:
+        coords = {tile_coords(t, tiles_m, tiles_n, g) for t in range(tiles_m * tiles_n)}
+        assert coords == {(m, n) for m in range(tiles_m) for n in range(tiles_n)}
+
+
+def test_hybrid_choices():
+    P = 132
+    # tiles = P + 1 (7 x 19 tiles of 128 x 256): two-tile hybrid makes every tile Stream-K.
+    plan = plan_streamk(7 * 128, 19 * 256, 8192, 128, 256, 64, P)
+    assert plan.num_tiles == P + 1
+    assert plan.sk_tiles == P + 1 and plan.dp_tiles == 0
+    assert plan.max_iters_per_program() == plan.iters_per_tile * (P + 1) // P + 1
+    one = plan_streamk(7 * 128, 19 * 256, 8192, 128, 256, 64, P, two_tiles=False)
+    assert one.sk_tiles == 1 and one.dp_tiles == P
+    # A multiple of P: all data-parallel.
+    even = plan_streamk(8192, 8192, 8192, 128, 256, 64, 128)
+    assert even.num_tiles % 128 == 0 and even.sk_tiles == 0
+    # 8192^3 on 132 programs: 2048 tiles = 15 waves + 68: two-tile hybrid keeps 14 DP waves.
+    big = plan_streamk(8192, 8192, 8192, 128, 256, 64, P)
+    assert big.num_tiles == 2048 and big.sk_tiles == 2048 % P + P and big.dp_tiles == 14 * P
+    # Fewer tiles than programs: all Stream-K.
+    few = plan_streamk(37, 45, 50, 16, 16, 16, 20)
+    assert few.num_tiles == 9 and few.sk_tiles == 9
+    assert plan_streamk(37, 45, 50, 16, 16, 16, 3).sk_tiles == 0
+    assert plan_streamk(37, 45, 50, 16, 16, 16, 2).sk_tiles == 3
+    assert plan_streamk(8192, 8192, 8192, 128, 256, 64, P, schedule="dp").sk_tiles == 0
+    assert plan_streamk(8192, 8192, 8192, 128, 256, 64, P, schedule="sk").sk_tiles == 2048
+
+
+def test_split_tile_across_many_programs():
+    plan = plan_streamk(16, 16, 160, 16, 16, 16, 4, schedule="sk")  # one tile, 10 iterations, 4 programs
+    items = [plan.work_items(p) for p in range(4)]
+    assert [sum(w.k_hi - w.k_lo for w in it) for it in items] == [3, 3, 2, 2]
+    assert items[3][0].role == "owner" and items[3][0].contributors == (0, 1, 2)
+    # More programs than iterations: the extra programs idle.
+    tiny = plan_streamk(16, 16, 32, 16, 16, 16, 5, schedule="sk")
+    assert [len(tiny.work_items(p)) for p in range(5)] == [1, 1, 0, 0, 0]
+    _check_plan(tiny)
+
+
+def test_workspace_sizes():
+    plan = plan_streamk(100, 100, 100, 32, 64, 16, 6)
+    assert plan.partials_shape == (6, 32, 64)
+    assert plan.locks_len == 6
+    assert plan.even_k is False and plan.iters_per_tile == 7
+    assert plan.as_dict()["num_tiles"] == 4 * 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"M": 0}, "M"), ({"N": -3}, "N"), ({"K": 0}, "K"),
+        ({"BLK_M": 24}, "BLK_M"), ({"BLK_N": 8}, "BLK_N"), ({"BLK_K": 48}, "BLK_K"),
+        ({"num_programs": 0}, "num_programs"), ({"gsize_m": 0}, "gsize_m"), ({"schedule": "fast"}, "schedule"),
+    ],
+)
+def test_bad_inputs_raise(kwargs, name):
+    args = {"M": 64, "N": 64, "K": 64, "BLK_M": 16, "BLK_N": 16, "BLK_K": 16, "num_programs": 4}
+    extra = {k: kwargs.pop(k) for k in ("gsize_m", "schedule") if k in kwargs}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        plan_streamk(*args.values(), **extra)
