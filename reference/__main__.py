@@ -1,0 +1,5 @@
+import sys
+
+from reference.cli import main
+
+sys.exit(main())

@@ -1,0 +1,219 @@
+"""The reference's command line: collectives, their variants, flags, and every check made before start.
+
+Pure Python (torch is not imported here), so run.sh's help, results/sweep.py and the argument
+checks stay fast. `parse_config(argv, world_size)` returns a `RefConfig` or raises `ConfigError`
+naming the flag and its valid range; `python -m reference` prints that as one line on stderr and
+exits with code 2 on every rank, before any process group exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DATATYPES = ("fp16", "bf16", "fp32", "int8")  # harness.dtypes.DATATYPES, without importing torch
+
+# Variant key -> what it runs. Every variant writes one record.
+VARIANT_HELP: dict[str, str] = {
+    "all_reduce": "vendor GEMM of the local K slice, then all_reduce of the M x N partial (NCCL/RCCL/gloo)",
+    "all_gather": "vendor GEMM of the local N/W columns, then all_gather_into_tensor into M x N",
+    "gemm": "the whole M x N x K GEMM on one GPU (every rank runs its own copy at once)",
+    "symm_mem_two_shot": "GEMM into a torch symmetric-memory buffer, then symm_mem.two_shot_all_reduce_",
+    "symm_mem_one_shot": "GEMM into a torch symmetric-memory buffer, then symm_mem.one_shot_all_reduce_out",
+    "fused_all_gather_matmul": "torch symm_mem.fused_all_gather_matmul: A row-sharded, all-gathered while multiplied",
+    "fused_matmul_reduce_scatter": (
+        "torch symm_mem.fused_matmul_reduce_scatter: K split, result reduce-scattered by rows"
+    ),
+}
+
+# --collective value -> the variants it runs.
+COLLECTIVES: dict[str, tuple[str, ...]] = {
+    "all_reduce": ("all_reduce",),
+    "all_gather": ("all_gather",),
+    "gemm": ("gemm",),
+    "symm_mem_all_reduce": ("symm_mem_two_shot", "symm_mem_one_shot"),
+    "fused_all_gather_matmul": ("fused_all_gather_matmul",),
+    "fused_matmul_reduce_scatter": ("fused_matmul_reduce_scatter",),
+    "all": tuple(VARIANT_HELP),
+}
+
+# Variant -> the dimensions that are split over the world (each must be a multiple of the world size).
+SPLIT_DIMS: dict[str, tuple[str, ...]] = {
+    "all_reduce": ("k",),
+    "all_gather": ("n",),
+    "gemm": (),
+    "symm_mem_two_shot": ("k",),
+    "symm_mem_one_shot": ("k",),
+    "fused_all_gather_matmul": ("m", "n"),
+    "fused_matmul_reduce_scatter": ("m", "k"),
+}
+
+GATHER_LAYOUTS = ("row_major", "rank_blocked")
+
+# Relative Frobenius error ||C - C64|| / ||C64|| allowed, by input datatype (int8 accumulates
+# exactly in int32, so it must match exactly).
+TOLERANCE = {"bf16": 2e-2, "fp16": 2e-2, "fp32": 1e-4, "int8": 0.0}
+
+
+class ConfigError(ValueError):
+    """A flag with a bad value: `flag` names it, the message says what is valid."""
+
+    def __init__(self, flag: str, message: str) -> None:
+        super().__init__(f"{flag}: {message}")
+        self.flag = flag
+
+
+@dataclass
+class RefConfig:
+    collective: str = "all_reduce"
+    m: int = 8192
+    n: int = 8192
+    k: int = 8192
+    datatype: str = "bf16"
+    iters: int = 50
+    warmup: int = 10
+    validate: bool = False
+    output_file: str | None = None
+    output_dir: str | None = None
+    seed: int = 0
+    timeout_s: float = 300.0
+    device: str = "auto"
+    gather_layout: str = "row_major"
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return COLLECTIVES[self.collective]
+
+    def as_flags(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad flag raises ConfigError instead of printing usage and exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        if message.startswith("argument "):
+            flag, _, rest = message[len("argument "):].partition(": ")
+            raise ConfigError(flag, rest)
+        if message.startswith("unrecognized arguments: "):
+            raise ConfigError(message.split(": ", 1)[1].split()[0], "unknown flag (see --help)")
+        raise ConfigError("arguments", message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (>= 1), got {v}")
+    return v
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {v}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {v}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _OneLineParser(
+        prog="python -m reference",
+        description="Vendor-library baselines of the distributed GEMMs (torch.distributed: NCCL on NVIDIA, "
+        "RCCL on AMD, gloo on the CPU), timed and logged like benchmark.py. Run under mpirun or torchrun.",
+        epilog="collectives: " + "; ".join(
+            f"{c} = {', '.join(v)}" if c == "all" or len(v) > 1 else f"{c}: {VARIANT_HELP[v[0]]}"
+            for c, v in COLLECTIVES.items()
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    a = p.add_argument
+    a("--collective", default="all_reduce", choices=tuple(COLLECTIVES), help="which baseline(s) to run")
+    a("-m", "--m", dest="m", type=_positive_int, default=8192, help="rows of A and C")
+    a("-n", "--n", dest="n", type=_positive_int, default=8192, help="columns of B and C")
+    a("-k", "--k", dest="k", type=_positive_int, default=8192, help="columns of A / rows of B")
+    a("--datatype", default="bf16", choices=DATATYPES, help="input datatype (int8 accumulates into int32)")
+    a("--iters", type=_positive_int, default=50, help="timed iterations (medians are reported)")
+    a("--warmup", type=_nonnegative_int, default=10, help="untimed warm-up iterations (NCCL warm-up included)")
+    a("--validate", action="store_true", help="compare with a float64 product of the same inputs")
+    a("--output_file", default=None, help="JSON log path (rank 0 writes it; with several variants, "
+      "each gets '.<variant>' before the suffix)")
+    a("--output_dir", default=None,
+      help="folder for one JSON log per variant, named ref_<variant>_<datatype>_<M>x<N>x<K>_w<world size>.json")
+    a("--seed", type=_nonnegative_int, default=0, help="inputs of rank r come from seed + 1 + r (shared: seed)")
+    a("--timeout_s", type=_positive_float, default=300.0,
+      help="process-group init and every collective give up after this many seconds")
+    a("--device", default="auto", choices=("auto", "cuda", "cpu"), help="auto: the GPU if torch sees one")
+    a("--gather_layout", default="row_major", choices=GATHER_LAYOUTS,
+      help="all_gather: row_major ends with a contiguous M x N C (the gathered [W, M, N/W] blocks are "
+      "transposed into it, timed as 'layout'); rank_blocked stops at the [W, M, N/W] buffer")
+    return p
+
+
+def check_config(cfg: RefConfig, world_size: int) -> None:
+    """Refusals that need the world size (all flag types and ranges were checked by the parser)."""
+    if cfg.output_file and cfg.output_dir:
+        raise ConfigError("--output_file", "give either --output_file or --output_dir, not both")
+    for variant in cfg.variants:
+        for dim in SPLIT_DIMS[variant]:
+            value = getattr(cfg, dim)
+            if value % world_size:
+                raise ConfigError(
+                    f"-{dim}",
+                    f"{variant} splits {dim.upper()} over {world_size} ranks: must be a positive multiple of "
+                    f"{world_size}, got {value}",
+                )
+
+
+def parse_config(argv: list[str] | None, world_size: int) -> RefConfig:
+    """Flags -> a checked RefConfig. Raises ConfigError naming the first bad flag."""
+    ns = build_parser().parse_args(argv)
+    cfg = RefConfig(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(RefConfig)})
+    check_config(cfg, world_size)
+    return cfg
+
+
+def default_log_name(variant: str, datatype: str, m: int, n: int, k: int, world_size: int) -> str:
+    """File name of one variant's record in --output_dir (results/sweep.py predicts it for resuming)."""
+    return f"ref_{variant}_{datatype}_{m}x{n}x{k}_w{world_size}.json"
+
+
+def output_paths(cfg: RefConfig, world_size: int) -> dict[str, Path | None]:
+    """Where each variant's record goes (None: not written)."""
+    out: dict[str, Path | None] = {}
+    for variant in cfg.variants:
+        if cfg.output_dir:
+            out[variant] = Path(cfg.output_dir) / default_log_name(
+                variant, cfg.datatype, cfg.m, cfg.n, cfg.k, world_size)
+        elif cfg.output_file:
+            path = Path(cfg.output_file)
+            out[variant] = path if len(cfg.variants) == 1 else path.with_name(f"{path.stem}.{variant}{path.suffix}")
+        else:
+            out[variant] = None
+    return out
+
+
+def world_size_from_env() -> int:
+    """The world size the launcher announced (mpirun or torchrun), without any communication."""
+    for key in ("OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"):
+        if key in os.environ:
+            return int(os.environ[key])
+    return 1

@@ -1,0 +1,126 @@
+"""Run one baseline: check it can run here, time it like benchmark.py, validate it, build its record.
+
+Whether a variant runs is decided by all ranks together (`World.agree`): a variant that one rank
+cannot set up is skipped everywhere, with the reason in the record, instead of leaving the other
+ranks waiting in a collective.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from typing import Any
+
+import torch
+
+from harness.runlog import new_record, timing_section
+from harness.timing import StepTimer, time_iterations
+from reference.config import RefConfig
+from reference.inputs import compare
+from reference.variants import VARIANTS, Prepared, Variant
+from reference.world import World
+
+
+def _sync(world: World) -> None:
+    if world.device.type == "cuda":
+        torch.cuda.synchronize(world.device)
+
+
+def _try_prepare(variant: Variant, world: World, cfg: RefConfig) -> tuple[Prepared | None, str | None]:
+    """Allocate, rendezvous and run one untimed step; the error text if that failed on this rank."""
+    try:
+        a, b = variant.inputs(cfg, world.world_size, world.rank, world.device)
+        prepared = variant.prepare(world, cfg, a, b)
+        prepared.step(StepTimer(use_events=False))
+        _sync(world)
+        return prepared, None
+    except Exception as exc:  # reported as a skip with its reason, never swallowed silently
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return None, f"rank {world.rank}: {last}"
+
+
+def _validation(variant: Variant, prepared: Prepared, world: World, cfg: RefConfig) -> dict[str, Any]:
+    out = variant.as_output(prepared.output(), cfg)
+    mine = compare(out, variant.expected(world, cfg), cfg.datatype)
+    everyone = world.allgather(mine)
+    rel = [r["rel_err"] for r in everyone]
+    return {
+        "enabled": True,
+        "passed": all(r["passed"] for r in everyone),
+        "rel_err": max(rel),
+        "max_abs_err": max(r["max_abs_err"] for r in everyone),
+        "tolerance": mine["tolerance"],
+        "measure": "relative Frobenius error ||C - C64|| / ||C64|| against a float64 product of the same inputs",
+        "per_rank": everyone,
+    }
+
+
+def _skipped_timing(cfg: RefConfig) -> dict[str, Any]:
+    return {"iters": cfg.iters, "warmup": cfg.warmup, "e2e_ms": None, "tflops": None, "kernels_ms": {}}
+
+
+def run_variant(key: str, world: World, cfg: RefConfig) -> dict[str, Any]:
+    """Time (and validate) one variant on every rank; every rank returns the same record."""
+    variant = VARIANTS[key]
+    w = world.world_size
+    sizes = variant.sizes(cfg, w)
+    common = {
+        "producer": "reference",
+        "algorithm": variant.algorithm,
+        "implementation": variant.implementation(world),
+        "mode": None,
+        "world_size": w,
+        "flags": {**cfg.as_flags(), "variant": key},
+        "sizes": sizes,
+    }
+    extra: dict[str, Any] = {
+        "variant": key,
+        "sharding": variant.sharding,
+        "vendor_baseline": variant.vendor_baseline,
+        "launcher": world.placement.launcher,
+        "comm_library": world.comm_library,
+        "skipped": None,
+    }
+
+    reason = world.agree(variant.unavailable(world, cfg))
+    prepared = None
+    if reason is None:
+        prepared, problem = _try_prepare(variant, world, cfg)
+        reason = world.agree(problem)
+    if reason is not None or prepared is None:
+        extra["skipped"] = reason
+        return new_record(**common, timing=_skipped_timing(cfg),
+                          validation={"enabled": cfg.validate, "passed": None}, extra=extra)
+
+    e2e, kernels = time_iterations(
+        prepared.step, iters=cfg.iters, warmup=cfg.warmup, barrier=world.barrier,
+        use_events=world.device.type == "cuda", allgather=world.allgather,
+    )
+    timing = timing_section(e2e, kernels, sizes["flops_per_rank"], cfg.iters, cfg.warmup)
+    timing["method"] = ("per iteration: device drained, host (gloo) barrier, then device events around the "
+                        "step; the slowest rank's time; medians after warm-up")
+    validation = _validation(variant, prepared, world, cfg) if cfg.validate else {"enabled": False, "passed": None}
+    extra.update(prepared.extra)
+    record = new_record(**common, timing=timing, validation=validation, extra=extra)
+    del prepared
+    if world.device.type == "cuda":
+        torch.cuda.empty_cache()
+    return record
+
+
+def summary_line(record: dict[str, Any]) -> str:
+    """One line per record for the terminal."""
+    s = record["sizes"]
+    head = (f"{record['variant']:<28} {record['implementation']:<42} {s['datatype']} "
+            f"{s['m']}x{s['n']}x{s['k']} W={record['world_size']}")
+    if record.get("skipped"):
+        return f"{head}: skipped ({record['skipped']})"
+    t = record["timing"]
+    kernels = ", ".join(f"{k} {v:.3f}" for k, v in t["kernels_ms"].items())
+    tflops = t["tflops"] if t["tflops"] is not None and math.isfinite(t["tflops"]) else float("nan")
+    line = f"{head}: {t['e2e_ms']:.3f} ms ({kernels}) {tflops:.1f} TFLOP/s per GPU"
+    v = record["validation"]
+    if v.get("enabled"):
+        verdict = "passed" if v["passed"] else "FAILED"
+        line += f", validation {verdict} (rel err {v['rel_err']:.2e}, tolerance {v['tolerance']:g})"
+    return line

@@ -1,0 +1,298 @@
+"""Figures and a summary table from JSON run logs (benchmark.py and reference/) and tile timelines.
+
+    python results/plot.py results/logs [more logs or folders ...] --out results/figures
+
+Reads every run-log record (harness.runlog.read_records) into a pandas table, prints it with the
+speed-up over the matching vendor baseline (all_reduce and one_shot vs the library all_reduce,
+all_scatter vs the library all_gather, same device, world size, datatype and shape), saves it as
+summary.csv, and draws with matplotlib (Agg):
+  bars_*.png    per shape: end-to-end time and TFLOP/s per GPU of every algorithm and mode (best
+                --gemm_sms), beside the references (grey, hatched)
+  sweep_*.png   per shape with several --gemm_sms values: time vs gemm_sms per algorithm and mode,
+                references as horizontal lines
+  gantt_*.png   per tile-timeline JSON (harness/trace.py) found among the inputs or given with
+                --timeline: one row per rank and program, GEMM tiles, waits and communication tiles
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from harness.runlog import read_records
+from harness.trace import TIMELINE_SCHEMA, read_timeline
+
+# Benchmark algorithm -> the reference algorithm it is compared with.
+MATCHING_REFERENCE = {"all_reduce": "all_reduce", "one_shot": "all_reduce", "all_scatter": "all_gather",
+                      "all_gather": "all_gather"}
+MODE_COLORS = {"bulk_sync": "#4c72b0", "two_streams": "#dd8452", "fused": "#55a868", "fused_sequential": "#c44e52"}
+ALGORITHM_STYLES = {"all_reduce": ("-", "o"), "one_shot": ("--", "s"), "all_scatter": (":", "^")}
+REFERENCE_COLOR = "0.65"
+REFERENCE_HATCH = "//"
+ROLE_COLORS = {"gemm": "#4c72b0", "wait": "#e8c07d", "comm": "#55a868"}
+GROUP_KEYS = ["device", "world_size", "datatype", "shape"]
+TABLE_COLUMNS = ["producer", "algorithm", "implementation", "mode", "shape", "datatype", "world_size", "gemm_sms",
+                 "e2e_ms", "tflops", "speedup", "valid", "device"]
+
+
+# ----------------------------------------------------------------------------------------- table
+def _num(x: Any) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def _row(rec: dict[str, Any]) -> dict[str, Any]:
+    sizes, flags, timing = rec.get("sizes", {}), rec.get("flags", {}), rec.get("timing", {})
+    kernels = timing.get("kernels_ms") or {}
+    m, n, k = sizes.get("m"), sizes.get("n"), sizes.get("k")
+    return {
+        "producer": rec.get("producer"),
+        "algorithm": rec.get("algorithm"),
+        "implementation": rec.get("implementation"),
+        "mode": rec.get("mode"),
+        "variant": rec.get("variant"),
+        "m": m, "n": n, "k": k,
+        "shape": f"{m}x{n}x{k}",
+        "datatype": sizes.get("datatype"),
+        "world_size": rec.get("world_size"),
+        "device": (rec.get("device") or {}).get("name", "?"),
+        "gemm_sms": _num(flags.get("gemm_sms")) if rec.get("producer") != "reference" else math.nan,
+        "total_sms": _num(flags.get("total_sms")),
+        "e2e_ms": _num(timing.get("e2e_ms")),
+        "tflops": _num(timing.get("tflops")),
+        "gemm_ms": _num(kernels.get("gemm")),
+        "comm_ms": _num(kernels.get("comm")),
+        "valid": (rec.get("validation") or {}).get("passed"),
+        "skipped": rec.get("skipped"),
+        "vendor_baseline": bool(rec.get("vendor_baseline")) and rec.get("gather_layout", "row_major") == "row_major",
+        "path": rec.get("_path"),
+    }
+
+
+def load_table(paths: list[str | Path]) -> pd.DataFrame:
+    """Every run-log record under `paths` as one row; skipped runs and runs without a time are dropped."""
+    rows = [_row(r) for r in read_records(list(paths))]
+    df = pd.DataFrame(rows, columns=list(_row({}).keys()))
+    if df.empty:
+        return df
+    df = df[df["skipped"].isna() & df["e2e_ms"].notna()].copy()
+    df["gemm_sms"] = df["gemm_sms"].astype("Int64")
+    return add_speedups(df).reset_index(drop=True)
+
+
+def add_speedups(df: pd.DataFrame) -> pd.DataFrame:
+    """speedup = e2e of the matching vendor baseline / e2e (> 1: faster than the library)."""
+    refs = df[(df["producer"] == "reference") & df["vendor_baseline"]]
+    best = refs.groupby(["algorithm", *GROUP_KEYS])["e2e_ms"].min().to_dict()
+
+    def speedup(row: pd.Series) -> float:
+        ref_alg = MATCHING_REFERENCE.get(row["algorithm"])
+        ref = best.get((ref_alg, row["device"], row["world_size"], row["datatype"], row["shape"]))
+        return ref / row["e2e_ms"] if ref and row["e2e_ms"] > 0 else math.nan
+
+    df["speedup"] = df.apply(speedup, axis=1) if not df.empty else []
+    return df
+
+
+def format_table(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "(no timed runs)"
+    cols = [c for c in TABLE_COLUMNS if c in df.columns]
+    view = df.sort_values(["device", "world_size", "datatype", "shape", "producer", "algorithm", "mode",
+                           "gemm_sms"], na_position="first")[cols]
+    return view.to_string(index=False, float_format=lambda x: f"{x:.3f}", na_rep="-")
+
+
+# --------------------------------------------------------------------------------------- figures
+def _slug(*parts: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9_.x-]+", "-", "_".join(str(p) for p in parts)).strip("-")
+
+
+def _title(device: str, world_size: Any, datatype: str, shape: str, what: str) -> str:
+    return f"{what}\n{device}, world size {world_size}, {datatype}, M x N x K = {shape.replace('x', ' x ')}"
+
+
+def _bar_entries(group: pd.DataFrame) -> list[dict[str, Any]]:
+    """One bar per benchmark (algorithm, mode) at its best gemm_sms, then one per reference."""
+    entries = []
+    bench = group[group["producer"] != "reference"]
+    for (alg, mode), g in bench.groupby(["algorithm", "mode"], dropna=False, sort=True):
+        row = g.loc[g["e2e_ms"].idxmin()]
+        sms = "" if pd.isna(row["gemm_sms"]) else f"\ng={int(row['gemm_sms'])}"
+        entries.append({"label": f"{alg}\n{mode}{sms}", "row": row, "ref": False,
+                        "color": MODE_COLORS.get(str(mode), "#8172b2")})
+    refs = group[group["producer"] == "reference"]
+    for (alg, impl), g in refs.groupby(["algorithm", "implementation"], sort=True):
+        row = g.loc[g["e2e_ms"].idxmin()]
+        entries.append({"label": f"ref {alg}\n{impl}", "row": row, "ref": True, "color": REFERENCE_COLOR})
+    return entries
+
+
+def plot_bars(df: pd.DataFrame, out: Path) -> list[Path]:
+    written = []
+    for (device, w, dt, shape), group in df.groupby(GROUP_KEYS, sort=True):
+        entries = _bar_entries(group)
+        if not entries:
+            continue
+        fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 1.5 * len(entries) + 3), 5.2))
+        for ax, col, ylabel in ((axes[0], "e2e_ms", "end-to-end time (ms)"),
+                                (axes[1], "tflops", "TFLOP/s per GPU")):
+            values = [e["row"][col] for e in entries]
+            bars = ax.bar(range(len(entries)), values, color=[e["color"] for e in entries],
+                          hatch=None, edgecolor="black", linewidth=0.6)
+            for bar, e in zip(bars, entries):
+                if e["ref"]:
+                    bar.set_hatch(REFERENCE_HATCH)
+            for x, v in enumerate(values):
+                if not math.isnan(v):
+                    ax.annotate(f"{v:.3g}", (x, v), ha="center", va="bottom", fontsize=7)
+            ax.set_xticks(range(len(entries)), [e["label"] for e in entries], fontsize=7)
+            ax.set_ylabel(ylabel)
+            ax.grid(axis="y", alpha=0.3)
+        handles = [Patch(facecolor=c, edgecolor="black", label=m) for m, c in MODE_COLORS.items()
+                   if any(not e["ref"] and f"\n{m}" in e["label"] for e in entries)]
+        handles.append(Patch(facecolor=REFERENCE_COLOR, hatch=REFERENCE_HATCH, edgecolor="black",
+                             label="reference (vendor library / torch)"))
+        fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), frameon=False)
+        fig.suptitle(_title(device, w, dt, shape, "Time and throughput per algorithm and mode"), fontsize=10)
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        path = out / f"bars_{_slug(device, f'w{w}', dt, shape)}.png"
+        fig.savefig(path, dpi=130)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def plot_sweeps(df: pd.DataFrame, out: Path) -> list[Path]:
+    written = []
+    for (device, w, dt, shape), group in df.groupby(GROUP_KEYS, sort=True):
+        bench = group[(group["producer"] != "reference") & group["gemm_sms"].notna()]
+        if bench.empty or bench.groupby(["algorithm", "mode"])["gemm_sms"].nunique().max() < 2:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for (alg, mode), g in bench.groupby(["algorithm", "mode"], sort=True):
+            g = g.groupby("gemm_sms", as_index=False)["e2e_ms"].min().sort_values("gemm_sms")
+            style = ALGORITHM_STYLES.get(str(alg), ("-", "o"))
+            ax.plot(g["gemm_sms"].astype(int), g["e2e_ms"], linestyle=style[0], marker=style[1], label=f"{alg} {mode}",
+                    color=MODE_COLORS.get(str(mode)))
+        refs = group[group["producer"] == "reference"]
+        for i, ((alg, impl), g) in enumerate(refs.groupby(["algorithm", "implementation"], sort=True)):
+            ax.axhline(g["e2e_ms"].min(), color=str(0.2 + 0.12 * (i % 5)), linestyle=":" if i else "-.",
+                       linewidth=1.2, label=f"ref {alg} {impl}")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("GEMM SMs (--gemm_sms; the rest communicate)")
+        ax.set_ylabel("end-to-end time (ms)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title(_title(device, w, dt, shape, "SM split sweep"), fontsize=10)
+        fig.tight_layout()
+        path = out / f"sweep_{_slug(device, f'w{w}', dt, shape)}.png"
+        fig.savefig(path, dpi=130)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def plot_gantt(timeline: dict[str, Any], path: Path) -> Path:
+    """Gantt chart of a tile timeline: one row per (rank, program); waits drawn on their program's row."""
+    rows: dict[tuple[int, str, int], dict[str, list[tuple[float, float]]]] = {}
+    for r in timeline["ranks"]:
+        for ev in r["events"]:
+            track = "gemm" if ev["role"] == "gemm" else "comm"
+            spans = rows.setdefault((r["rank"], track, int(ev["pid"])), {"gemm": [], "wait": [], "comm": []})
+            spans[ev["role"]].append((ev["start_us"], max(ev["dur_us"], 1e-9)))
+    keys = sorted(rows, key=lambda key: (key[0], key[1] != "gemm", key[2]))  # per rank: GEMM programs first
+    height = min(60.0, max(3.0, 0.12 * len(keys) + 1.8))
+    fig, ax = plt.subplots(figsize=(12, height))
+    for y, key in enumerate(keys):
+        for role in ("gemm", "wait", "comm"):
+            if rows[key][role]:
+                ax.broken_barh(rows[key][role], (y - 0.4, 0.8), facecolors=ROLE_COLORS[role], linewidth=0)
+    ax.set_yticks(range(len(keys)), [f"r{rk} {tr} {pid}" for rk, tr, pid in keys],
+                  fontsize=max(3, min(8, int(400 / max(1, len(keys))))))
+    ax.set_ylim(-1, len(keys))
+    ax.invert_yaxis()
+    unit = timeline.get("time_unit", "us")
+    ax.set_xlabel("time (logical events)" if unit == "events" else "time (us)")
+    ax.set_ylabel("rank, role, program id")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(handles=[Patch(color=c, label=role) for role, c in ROLE_COLORS.items()], fontsize=8, loc="upper right")
+    meta = timeline.get("meta", {})
+    shape = "x".join(str(meta[d]) for d in ("m", "n", "k") if d in meta) or "?"
+    what = (f"Tile timeline: {meta.get('algorithm', '?')} / {meta.get('mode', '?')}, "
+            f"gemm_sms={meta.get('gemm_sms', '?')}, comm_sms={meta.get('comm_sms', '?')}, "
+            f"tiles={meta.get('num_tiles', '?')} ({meta.get('BLK_M', '?')} x {meta.get('BLK_N', '?')})")
+    ax.set_title(_title(str(meta.get("device", "?")), meta.get("world_size", len(timeline["ranks"])),
+                        str(meta.get("datatype", "?")), shape, what), fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def find_timelines(paths: list[str | Path]) -> list[Path]:
+    found = []
+    for p in map(Path, paths):
+        for f in (sorted(p.rglob("*.json")) if p.is_dir() else [p]):
+            try:
+                with open(f) as fh:
+                    head = fh.read(200)
+            except OSError:
+                continue
+            if TIMELINE_SCHEMA in head:
+                found.append(f)
+    return found
+
+
+# ------------------------------------------------------------------------------------------- CLI
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="results/plot.py", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", help="run-log JSON files or folders (searched recursively)")
+    p.add_argument("--out", default="results/figures", help="folder for the PNGs and summary.csv")
+    p.add_argument("--timeline", action="append", default=[], help="a tile-timeline JSON to draw (repeatable)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    df = load_table(args.paths)
+    timelines = list(dict.fromkeys([*map(Path, args.timeline), *find_timelines(args.paths)]))
+    if df.empty and not timelines:
+        print(f"plot.py: no timed run logs or timelines under {', '.join(args.paths)}", file=sys.stderr)
+        return 1
+    print(format_table(df))
+    written: list[Path] = []
+    if not df.empty:
+        df.drop(columns=["path"]).to_csv(out / "summary.csv", index=False)
+        written += plot_bars(df, out) + plot_sweeps(df, out)
+    for t in timelines:
+        written.append(plot_gantt(read_timeline(t), out / f"gantt_{_slug(t.stem)}.png"))
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,414 @@
+"""Sweep driver: shapes x datatypes x world sizes x algorithms x modes x SM splits, plus the references.
+
+    python -m results.sweep --world_sizes 2 --shapes 8192x8192x8192,4864x4096x8256 \\
+        --gemm_sms 100,108,116,124 --references all_reduce,all_gather,symm_mem_all_reduce \\
+        --validate --logdir results/logs/sweep --figdir results/figures
+
+Each run is its own `mpirun -np W python benchmark.py ... --output_file LOGDIR/NAME.json` (or
+`python -m reference ... --output_dir LOGDIR`) subprocess; its output goes to LOGDIR/output/NAME.log.
+Resumable: a run whose log(s) already exist is skipped. A failed run is recorded in
+LOGDIR/failures.json and the sweep goes on (it is retried next time unless --skip_failed).
+At the end results/plot.py draws every figure from LOGDIR, so one command regenerates them all.
+--dry_run prints the commands (and which would be skipped) without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from reference.config import COLLECTIVES, DATATYPES, SPLIT_DIMS, default_log_name
+
+ROOT = Path(__file__).resolve().parent.parent
+ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
+MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential")
+# Benchmark algorithm -> the dimension it splits over the world.
+BENCH_SPLIT = {"all_reduce": "k", "one_shot": "k", "all_scatter": "n"}
+
+
+class SweepError(ValueError):
+    """A bad flag: one line naming it."""
+
+
+@dataclass
+class SweepConfig:
+    world_sizes: list[int] = field(default_factory=lambda: [2])
+    shapes: list[tuple[int, int, int]] = field(default_factory=lambda: [(8192, 8192, 8192)])
+    datatypes: list[str] = field(default_factory=lambda: ["bf16"])
+    algorithms: list[str] = field(default_factory=lambda: list(ALGORITHMS))
+    modes: list[str] = field(default_factory=lambda: list(MODES))
+    gemm_sms: list[int | None] = field(default_factory=lambda: [None])  # None: benchmark.py's default split
+    no_split_modes: list[str] = field(default_factory=lambda: ["bulk_sync", "fused_sequential"])
+    total_sms: int | None = None
+    blocks: list[tuple[int, int, int] | None] = field(default_factory=lambda: [None])
+    iters: int = 50
+    warmup: int = 10
+    validate: bool = False
+    trace_tiles: bool = False
+    references: list[str] = field(default_factory=lambda: ["all_reduce", "all_gather"])
+    logdir: Path = Path("results/logs/sweep")
+    figdir: Path = Path("results/figures")
+    launcher: str = "auto"
+    python: str = sys.executable
+    benchmark_script: Path = ROOT / "benchmark.py"
+    bench_args: list[str] = field(default_factory=list)
+    ref_args: list[str] = field(default_factory=list)
+    run_timeout_s: float = 1800.0
+    dry_run: bool = False
+    plot: bool = True
+    skip_failed: bool = False
+
+
+@dataclass
+class Run:
+    """One subprocess of the sweep, and the log file(s) that mean it is done."""
+
+    name: str
+    kind: str  # "benchmark" or "reference"
+    command: list[str]
+    outputs: list[Path]
+
+    def done(self) -> bool:
+        """Every log exists and parses (a run killed while writing does not count)."""
+        for p in self.outputs:
+            try:
+                if "schema" not in json.loads(p.read_text()):
+                    return False
+            except (OSError, ValueError):
+                return False
+        return True
+
+
+# ------------------------------------------------------------------------------------ parsing
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _ints(flag: str, text: str, allow_default: bool = False) -> list[Any]:
+    out: list[Any] = []
+    for t in _split(text):
+        if allow_default and t == "default":
+            out.append(None)
+            continue
+        if not t.isdigit() or int(t) < 1:
+            raise SweepError(f"{flag}: expected positive integers separated by commas, got {t!r}")
+        out.append(int(t))
+    if not out:
+        raise SweepError(f"{flag}: give at least one value")
+    return out
+
+
+def _triples(flag: str, text: str, allow_default: bool = False) -> list[Any]:
+    out: list[Any] = []
+    for t in _split(text):
+        if allow_default and t == "default":
+            out.append(None)
+            continue
+        parts = t.lower().split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise SweepError(f"{flag}: expected AxBxC with positive integers (e.g. 8192x8192x8192), got {t!r}")
+        out.append(tuple(int(p) for p in parts))
+    if not out:
+        raise SweepError(f"{flag}: give at least one value")
+    return out
+
+
+def _choices(flag: str, text: str, valid: Iterable[str], allow_none: bool = False) -> list[str]:
+    valid = tuple(valid)
+    values = _split(text)
+    if allow_none and values in (["none"], []):
+        return []
+    bad = [v for v in values if v not in valid]
+    if bad or not values:
+        raise SweepError(f"{flag}: must be a comma-separated list of {', '.join(valid)}"
+                         + (" (or none)" if allow_none else "") + f"; got {text!r}")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m results.sweep", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    a = p.add_argument
+    a("--world_sizes", default="2", help="ranks (GPUs) per run, comma-separated")
+    a("--shapes", default="8192x8192x8192", help="MxNxK problem sizes, comma-separated")
+    a("--datatypes", default="bf16", help=f"comma-separated, of {', '.join(DATATYPES)}")
+    a("--algorithms", default=",".join(ALGORITHMS), help="benchmark.py algorithms (or none)")
+    a("--modes", default=",".join(MODES), help="benchmark.py modes")
+    a("--gemm_sms", default="default", help="--gemm_sms values to sweep ('default': benchmark.py's own split)")
+    a("--no_split_modes", default="bulk_sync,fused_sequential",
+      help="modes that ignore --gemm_sms (all SMs do each phase): run once with the default split (or none)")
+    a("--total_sms", type=int, default=None, help="--total_sms for every run (default: the device's SMs)")
+    a("--blocks", default="default", help="BLK_MxBLK_NxBLK_K values ('default': benchmark.py's)")
+    a("--iters", type=int, default=50, help="timed iterations per run")
+    a("--warmup", type=int, default=10, help="warm-up iterations per run")
+    a("--validate", action="store_true", help="validate every run")
+    a("--trace_tiles", action="store_true", help="pass --trace_tiles to benchmark.py")
+    a("--references", default="all_reduce,all_gather",
+      help=f"reference collectives (python -m reference), comma-separated, of {', '.join(COLLECTIVES)} (or none)")
+    a("--logdir", default="results/logs/sweep", help="one JSON log per run; failures.json; output/*.log")
+    a("--figdir", default="results/figures", help="where results/plot.py puts the figures")
+    a("--launcher", default="auto", choices=("auto", "mpirun", "torchrun"), help="auto: mpirun if on PATH")
+    a("--python", default=sys.executable, help="interpreter for the runs")
+    a("--benchmark_script", default=str(ROOT / "benchmark.py"), help="benchmark.py to run")
+    a("--bench_args", default="", help="extra flags for every benchmark.py run (one shell-quoted string)")
+    a("--ref_args", default="", help="extra flags for every reference run (one shell-quoted string)")
+    a("--run_timeout_s", type=float, default=1800.0, help="a run taking longer is killed and recorded as failed")
+    a("--dry_run", action="store_true", help="print the commands, run nothing")
+    a("--no_plot", action="store_true", help="do not call results/plot.py at the end")
+    a("--skip_failed", action="store_true", help="do not retry runs listed in failures.json")
+    return p
+
+
+def parse_config(argv: list[str] | None) -> SweepConfig:
+    ns = build_parser().parse_args(argv)
+    for flag, v in (("--iters", ns.iters), ("--run_timeout_s", ns.run_timeout_s)):
+        if v <= 0:
+            raise SweepError(f"{flag}: must be > 0, got {v}")
+    if ns.warmup < 0:
+        raise SweepError(f"--warmup: must be >= 0, got {ns.warmup}")
+    if ns.total_sms is not None and ns.total_sms < 1:
+        raise SweepError(f"--total_sms: must be >= 1, got {ns.total_sms}")
+    return SweepConfig(
+        world_sizes=_ints("--world_sizes", ns.world_sizes),
+        shapes=_triples("--shapes", ns.shapes),
+        datatypes=_choices("--datatypes", ns.datatypes, DATATYPES),
+        algorithms=_choices("--algorithms", ns.algorithms, ALGORITHMS, allow_none=True),
+        modes=_choices("--modes", ns.modes, MODES),
+        gemm_sms=_ints("--gemm_sms", ns.gemm_sms, allow_default=True),
+        no_split_modes=_choices("--no_split_modes", ns.no_split_modes, MODES, allow_none=True),
+        total_sms=ns.total_sms,
+        blocks=_triples("--blocks", ns.blocks, allow_default=True),
+        iters=ns.iters, warmup=ns.warmup, validate=ns.validate, trace_tiles=ns.trace_tiles,
+        references=_choices("--references", ns.references, COLLECTIVES, allow_none=True),
+        logdir=Path(ns.logdir), figdir=Path(ns.figdir), launcher=ns.launcher, python=ns.python,
+        benchmark_script=Path(ns.benchmark_script), bench_args=shlex.split(ns.bench_args),
+        ref_args=shlex.split(ns.ref_args), run_timeout_s=ns.run_timeout_s, dry_run=ns.dry_run,
+        plot=not ns.no_plot, skip_failed=ns.skip_failed,
+    )
+
+
+# ----------------------------------------------------------------------------------- planning
+def resolve_launcher(choice: str) -> str:
+    if choice != "auto":
+        return choice
+    return "mpirun" if shutil.which("mpirun") else "torchrun"
+
+
+def launch_prefix(launcher: str, world_size: int, python: str) -> list[str]:
+    """The launcher part of a command, ending where the script or `-m module` goes."""
+    if launcher == "mpirun":
+        cmd = ["mpirun"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        return [*cmd, "--oversubscribe", "-np", str(world_size), python]
+    return [python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world_size)]
+
+
+def bench_name(alg: str, mode: str, dt: str, shape: tuple[int, int, int], w: int, gemm_sms: int | None,
+               total_sms: int | None, blocks: tuple[int, int, int] | None) -> str:
+    m, n, k = shape
+    g = "default" if gemm_sms is None else str(gemm_sms)
+    t = "dev" if total_sms is None else str(total_sms)
+    b = "default" if blocks is None else "x".join(map(str, blocks))
+    return f"{alg}_{mode}_{dt}_{m}x{n}x{k}_w{w}_g{g}of{t}_b{b}"
+
+
+def plan(cfg: SweepConfig) -> tuple[list[Run], list[str]]:
+    """Every run of the sweep in order, and notes on combinations left out (sizes the world cannot split)."""
+    launcher = resolve_launcher(cfg.launcher)
+    runs: list[Run] = []
+    notes: list[str] = []
+    for w in cfg.world_sizes:
+        for shape in cfg.shapes:
+            dims = dict(zip("mnk", shape))
+            for dt in cfg.datatypes:
+                for coll in cfg.references:
+                    bad = [d for v in COLLECTIVES[coll] for d in SPLIT_DIMS[v] if dims[d] % w]
+                    if bad:
+                        notes.append(f"reference {coll} {shape} W={w}: {bad[0].upper()} is not a multiple of {w}")
+                        continue
+                    m, n, k = shape
+                    cmd = [*launch_prefix(launcher, w, cfg.python), "-m", "reference", "--collective", coll,
+                           "-m", str(m), "-n", str(n), "-k", str(k), "--datatype", dt, "--iters", str(cfg.iters),
+                           "--warmup", str(cfg.warmup), "--output_dir", str(cfg.logdir)]
+                    cmd += ["--validate"] if cfg.validate else []
+                    outputs = [cfg.logdir / default_log_name(v, dt, m, n, k, w) for v in COLLECTIVES[coll]]
+                    runs.append(Run(f"ref_{coll}_{dt}_{m}x{n}x{k}_w{w}", "reference", cmd + cfg.ref_args, outputs))
+                for alg in cfg.algorithms:
+                    if dims[BENCH_SPLIT[alg]] % w:
+                        notes.append(f"{alg} {shape} W={w}: {BENCH_SPLIT[alg].upper()} is not a multiple of {w}")
+                        continue
+                    for mode in cfg.modes:
+                        splits = [None] if mode in cfg.no_split_modes else cfg.gemm_sms
+                        for blocks in cfg.blocks:
+                            for g in splits:
+                                runs.append(_bench_run(cfg, launcher, alg, mode, dt, shape, w, g, blocks))
+    return runs, notes
+
+
+def _bench_run(cfg: SweepConfig, launcher: str, alg: str, mode: str, dt: str, shape: tuple[int, int, int], w: int,
+               gemm_sms: int | None, blocks: tuple[int, int, int] | None) -> Run:
+    name = bench_name(alg, mode, dt, shape, w, gemm_sms, cfg.total_sms, blocks)
+    out = cfg.logdir / f"{name}.json"
+    m, n, k = shape
+    cmd = [*launch_prefix(launcher, w, cfg.python), str(cfg.benchmark_script), "--algorithm", alg, "--mode", mode,
+           "-m", str(m), "-n", str(n), "-k", str(k), "--datatype", dt]
+    if gemm_sms is not None:
+        cmd += ["--gemm_sms", str(gemm_sms)]
+    if cfg.total_sms is not None:
+        cmd += ["--total_sms", str(cfg.total_sms)]
+    if blocks is not None:
+        cmd += ["--BLK_M", str(blocks[0]), "--BLK_N", str(blocks[1]), "--BLK_K", str(blocks[2])]
+    cmd += ["--iters", str(cfg.iters), "--warmup", str(cfg.warmup), "--benchmark"]
+    cmd += ["--validate"] if cfg.validate else []
+    cmd += ["--trace_tiles"] if cfg.trace_tiles else []
+    cmd += ["--output_file", str(out), *cfg.bench_args]
+    return Run(name, "benchmark", cmd, [out])
+
+
+# ---------------------------------------------------------------------------------- execution
+class Failures:
+    """LOGDIR/failures.json: run name -> what failed, rewritten after every change."""
+
+    def __init__(self, logdir: Path) -> None:
+        self.path = logdir / "failures.json"
+        try:
+            self.data: dict[str, Any] = json.loads(self.path.read_text())
+        except (OSError, json.JSONDecodeError):
+            self.data = {}
+
+    def record(self, run: Run, returncode: int, tail: str, seconds: float) -> None:
+        self.data[run.name] = {
+            "kind": run.kind, "command": shlex.join(run.command), "returncode": returncode,
+            "output_tail": tail, "seconds": round(seconds, 1),
+            "when": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        }
+        self._save()
+
+    def clear(self, run: Run) -> None:
+        if self.data.pop(run.name, None) is not None:
+            self._save()
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.data, indent=2) + "\n")
+        tmp.replace(self.path)
+
+
+def execute(run: Run, cfg: SweepConfig) -> tuple[int, str, float]:
+    """Run one command in its own process group, output to LOGDIR/output/NAME.log; (rc, output tail, seconds)."""
+    log = cfg.logdir / "output" / f"{run.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    start = time.monotonic()
+    with open(log, "w") as fh:
+        fh.write(f"$ {shlex.join(run.command)}\n")
+        fh.flush()
+        proc = subprocess.Popen(run.command, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=cfg.run_timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            rc = 124
+            fh.write(f"\nsweep: killed after {cfg.run_timeout_s:.0f} s (--run_timeout_s)\n")
+        except KeyboardInterrupt:  # the run has its own session, so Ctrl-C must be passed on
+            _stop(proc)
+            raise
+    tail = log.read_text(errors="replace")[-2000:]
+    return rc, tail, time.monotonic() - start
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the run's own process group (the launcher and its ranks): SIGTERM, then SIGKILL."""
+    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _progress(runs: list[Run]) -> Iterator[tuple[int, Run]]:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        yield from enumerate(runs, 1)
+        return
+    bar = tqdm(runs, unit="run", file=sys.stderr)
+    for i, run in enumerate(bar, 1):
+        bar.set_description(run.name[:60])
+        yield i, run
+
+
+def run_sweep(cfg: SweepConfig) -> int:
+    runs, notes = plan(cfg)
+    for note in notes:
+        print(f"sweep: left out {note}", file=sys.stderr)
+    failures = Failures(cfg.logdir)
+    plot_cmd = [cfg.python, str(ROOT / "results" / "plot.py"), str(cfg.logdir), "--out", str(cfg.figdir)]
+    if cfg.dry_run:
+        for run in runs:
+            state = "skip (log exists)" if run.done() else (
+                "skip (failed before)" if cfg.skip_failed and run.name in failures.data else "run")
+            print(f"[{state}] {shlex.join(run.command)}")
+        if cfg.plot:
+            print(f"[plot] {shlex.join(plot_cmd)}")
+        return 0
+
+    cfg.logdir.mkdir(parents=True, exist_ok=True)
+    counts = {"ran": 0, "skipped": 0, "failed": 0}
+    for i, run in _progress(runs):
+        if run.done() or (cfg.skip_failed and run.name in failures.data):
+            counts["skipped"] += 1
+            continue
+        print(f"[{i}/{len(runs)}] {run.name} ...", file=sys.stderr, flush=True)
+        rc, tail, seconds = execute(run, cfg)
+        counts["ran"] += 1
+        if rc != 0 or not run.done():
+            counts["failed"] += 1
+            failures.record(run, rc, tail, seconds)
+            print(f"[{i}/{len(runs)}] {run.name}: FAILED (exit {rc}, {seconds:.1f} s; see "
+                  f"{cfg.logdir / 'output' / (run.name + '.log')})", file=sys.stderr, flush=True)
+        else:
+            failures.clear(run)
+            print(f"[{i}/{len(runs)}] {run.name}: ok ({seconds:.1f} s)", file=sys.stderr, flush=True)
+    print(f"sweep: {len(runs)} runs: {counts['ran']} ran, {counts['skipped']} skipped (done before), "
+          f"{counts['failed']} failed" + (f" (listed in {failures.path})" if counts["failed"] else ""),
+          file=sys.stderr)
+    if cfg.plot:
+        subprocess.run(plot_cmd, check=False)
+    return 1 if counts["failed"] else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cfg = parse_config(argv)
+    except SweepError as exc:
+        print(f"sweep: error: {exc}", file=sys.stderr)
+        return 2
+    return run_sweep(cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""results/plot.py on logs from a real CPU reference run, plus benchmark-style records and a timeline."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.trace import build_timeline, write_timeline_json
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # results/ is a folder of scripts, not an installed package
+
+pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not on PATH")
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("plot_logs")
+    cmd = ["mpirun", "--oversubscribe", "-np", "2", sys.executable, "-m", "reference", "--collective", "all",
+           "-m", "32", "-n", "32", "-k", "32", "--datatype", "fp16", "--iters", "2", "--warmup", "1",
+           "--validate", "--output_dir", str(out)]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=150, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    # Benchmark-style records derived from the real all_reduce record: 3 algorithms x 2 modes x 2 splits.
+    base = json.loads((out / "ref_all_reduce_fp16_32x32x32_w2.json").read_text())
+    for alg in ("all_reduce", "one_shot", "all_scatter"):
+        for mode in ("fused", "two_streams"):
+            for g in (2, 3):
+                rec = copy.deepcopy(base)
+                rec.update(producer="benchmark", algorithm=alg, mode=mode, implementation="streamk-pgas",
+                           flags={"gemm_sms": g, "total_sms": 4})
+                rec["timing"]["e2e_ms"] = base["timing"]["e2e_ms"] * g / 4
+                (out / f"{alg}_{mode}_g{g}.json").write_text(json.dumps(rec))
+    per_rank = []
+    for rank in range(2):
+        gemm = np.array([[10 * t, 10 * t + 8, t % 2] for t in range(4)], dtype=np.int64)
+        comm = np.array([[10 * t + 1, 10 * t + 9, 10 * t + 9, 10 * t + 12, 2] for t in range(4)], dtype=np.int64)
+        per_rank.append({"gemm": gemm, "comm": comm, "timer_rate_khz": 1, "rank": rank, "world_size": 2,
+                         "algorithm": "all_reduce", "mode": "fused", "gemm_sms": 2, "comm_sms": 1, "num_tiles": 4,
+                         "BLK_M": 16, "BLK_N": 16, "device": "cpu"})
+    write_timeline_json(build_timeline(per_rank), out / "timelines" / "all_reduce_fused.timeline.json")
+    return out
+
+
+def test_plot_cli_writes_figures_and_table(logdir: Path, tmp_path: Path) -> None:
+    figdir = tmp_path / "figs"
+    res = subprocess.run([sys.executable, str(ROOT / "results" / "plot.py"), str(logdir), "--out", str(figdir)],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    pngs = {p.name.split("_")[0] for p in figdir.glob("*.png")}
+    assert pngs == {"bars", "sweep", "gantt"}, sorted(figdir.iterdir())
+    for p in figdir.glob("*.png"):
+        assert p.stat().st_size > 5000 and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    header = res.stdout.splitlines()[0]
+    for col in ("algorithm", "implementation", "mode", "shape", "gemm_sms", "e2e_ms", "tflops", "speedup"):
+        assert col in header
+    assert (figdir / "summary.csv").stat().st_size > 0
+
+
+def test_speedups_match_the_vendor_reference(logdir: Path) -> None:
+    from results.plot import load_table
+
+    df = load_table([logdir])
+    assert not df["algorithm"].isin(["reduce_scatter"]).any()  # skipped symm-mem records are dropped
+    ref_ar = df[(df["producer"] == "reference") & (df["algorithm"] == "all_reduce")]["e2e_ms"].min()
+    ref_ag = df[(df["producer"] == "reference") & (df["algorithm"] == "all_gather")]["e2e_ms"].min()
+    bench = df[df["producer"] == "benchmark"]
+    for _, row in bench.iterrows():
+        ref = ref_ag if row["algorithm"] == "all_scatter" else ref_ar
+        assert row["speedup"] == pytest.approx(ref / row["e2e_ms"])
+    assert df[df["algorithm"] == "gemm"]["speedup"].isna().all()
+
+
+def test_plot_cli_without_logs_fails(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, str(ROOT / "results" / "plot.py"), str(tmp_path), "--out",
+                          str(tmp_path / "f")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and "no timed run logs" in res.stderr

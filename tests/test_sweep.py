@@ -1,0 +1,133 @@
+"""results/sweep.py: planning, --dry_run, bad flags, and resuming with failures recorded (real CPU runs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # results/ is a folder of scripts, not an installed package
+
+from results.sweep import main, parse_config, plan  # noqa: E402
+
+needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not on PATH")
+
+FAKE_BENCHMARK = r'''
+import json, os, sys
+args = sys.argv[1:]
+if os.environ.get("FAKE_BENCH_FAIL"):
+    print("fake benchmark: failing on purpose", file=sys.stderr)
+    sys.exit(3)
+out = args[args.index("--output_file") + 1]
+if os.environ.get("OMPI_COMM_WORLD_RANK", "0") == "0":
+    rec = json.load(open(os.environ["FAKE_BENCH_TEMPLATE"]))
+    rec.update(producer="benchmark", algorithm=args[args.index("--algorithm") + 1],
+               mode=args[args.index("--mode") + 1], implementation="streamk-pgas",
+               flags={"gemm_sms": int(args[args.index("--gemm_sms") + 1]) if "--gemm_sms" in args else None})
+    json.dump(rec, open(out, "w"))
+'''
+
+
+def sweep_args(logdir: Path, *extra: str) -> list[str]:
+    return ["--world_sizes", "2", "--shapes", "32x32x32", "--datatypes", "fp32", "--iters", "2", "--warmup", "1",
+            "--logdir", str(logdir), "--figdir", str(logdir / "figs"), "--launcher", "mpirun", *extra]
+
+
+def test_plan_counts_splits_and_divisibility(tmp_path: Path) -> None:
+    cfg = parse_config(sweep_args(tmp_path, "--shapes", "64x64x64,64x63x64", "--algorithms", "all_reduce,all_scatter",
+                                  "--modes", "bulk_sync,fused", "--gemm_sms", "2,3", "--references", "all_reduce,all"))
+    runs, notes = plan(cfg)
+    bench = [r for r in runs if r.kind == "benchmark"]
+    refs = [r for r in runs if r.kind == "reference"]
+    # 64x64x64: 2 algorithms x (bulk_sync once + fused x 2 splits); 64x63x64: all_scatter (N=63) left out
+    assert len(bench) == 2 * 3 + 1 * 3
+    assert any("all_scatter" in n and "N is not a multiple of 2" in n for n in notes)
+    assert any("reference all" in n for n in notes)  # `all` includes all_gather, which splits N
+    assert len(refs) == 2 + 1
+    bulk = [r for r in bench if "--mode" in r.command and r.command[r.command.index("--mode") + 1] == "bulk_sync"]
+    assert bulk and all("--gemm_sms" not in r.command for r in bulk)
+    fused = [r for r in bench if "fused" in r.name]
+    assert sorted(r.command[r.command.index("--gemm_sms") + 1] for r in fused)[:2] == ["2", "2"]
+    assert len({r.name for r in runs}) == len(runs)  # names are unique: one log per run
+    all_ref = next(r for r in refs if "--collective" in r.command and r.command[r.command.index("--collective") + 1]
+                   == "all")
+    assert len(all_ref.outputs) == 7
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--shapes", "64x64"), ("--algorithms", "all_to_all"), ("--gemm_sms", "0"), ("--datatypes", "fp64"),
+     ("--references", "nccl"), ("--iters", "0")],
+)
+def test_bad_flags_exit_2(flag: str, value: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(sweep_args(tmp_path, flag, value)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag in err
+
+
+def test_dry_run_prints_commands_and_marks_done_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    args = sweep_args(tmp_path / "logs", "--algorithms", "one_shot", "--modes", "fused,fused_sequential",
+                      "--gemm_sms", "3,5", "--references", "all_reduce", "--validate", "--trace_tiles",
+                      "--dry_run")
+    runs, _ = plan(parse_config(args))
+    done = runs[1]  # pretend one benchmark run finished before
+    done.outputs[0].parent.mkdir(parents=True)
+    done.outputs[0].write_text(json.dumps({"schema": "streamk-pgas/run-log/1"}))
+    assert main(args) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(runs) + 1 and lines[-1].startswith("[plot]")
+    assert sum(line.startswith("[skip (log exists)]") for line in lines) == 1
+    assert sum(line.startswith("[run]") for line in lines) == len(runs) - 1
+    bench = [line for line in lines if "benchmark.py" in line]
+    assert len(bench) == 3
+    for flag in ("--algorithm one_shot", "-m 32 -n 32 -k 32", "--datatype fp32", "--iters 2", "--warmup 1",
+                 "--benchmark", "--validate", "--trace_tiles", "--output_file", "-np 2"):
+        assert all(flag in line for line in bench), flag
+    assert any("--gemm_sms 5" in line for line in bench)
+    assert "-m reference --collective all_reduce" in lines[0]
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [done.outputs[0].name]  # nothing else written
+
+
+@needs_mpirun
+def test_resume_records_failures_and_skips_done_runs(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    fake = tmp_path / "fake_benchmark.py"
+    fake.write_text(FAKE_BENCHMARK)
+    args = sweep_args(logdir, "--algorithms", "all_reduce", "--modes", "fused", "--gemm_sms", "2",
+                      "--references", "all_reduce", "--validate", "--benchmark_script", str(fake))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "FAKE_BENCH_FAIL": "1"}
+
+    def sweep(*extra: str, **env_extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "results.sweep", *args, *extra], capture_output=True, text=True,
+                              timeout=240, cwd=ROOT, env={**env, **env_extra})
+
+    # 1st: the reference runs for real, the benchmark fails: recorded, the sweep goes on and plots.
+    first = sweep()
+    assert first.returncode == 1, first.stderr
+    ref_log = logdir / "ref_all_reduce_fp32_32x32x32_w2.json"
+    assert json.loads(ref_log.read_text())["validation"]["passed"]
+    failures = json.loads((logdir / "failures.json").read_text())
+    (name,) = failures
+    assert name.startswith("all_reduce_fused_fp32_32x32x32_w2_g2") and failures[name]["returncode"] != 0
+    assert "failing on purpose" in failures[name]["output_tail"]
+    assert (logdir / "output" / f"{name}.log").exists()
+    assert list((logdir / "figs").glob("bars_*.png"))
+    mtime = ref_log.stat().st_mtime_ns
+
+    # 2nd, --skip_failed: nothing to do.
+    second = sweep("--skip_failed", "--no_plot")
+    assert second.returncode == 0 and "0 ran, 2 skipped" in second.stderr
+
+    # 3rd: the benchmark now works; the reference is not run again, and the failure is cleared.
+    third = sweep("--no_plot", FAKE_BENCH_FAIL="", FAKE_BENCH_TEMPLATE=str(ref_log))
+    assert third.returncode == 0, third.stderr
+    assert "1 ran, 1 skipped" in third.stderr
+    assert ref_log.stat().st_mtime_ns == mtime
+    assert json.loads((logdir / "failures.json").read_text()) == {}
+    assert json.loads((logdir / f"{name}.json").read_text())["producer"] == "benchmark"
