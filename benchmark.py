@@ -7,6 +7,8 @@ Under mpirun the ranks come from MPI; under torchrun from its environment; plain
 rank. With no GPU (or TRITON_INTERPRET=1) it runs on the CPU backend in Triton's interpreter at a
 small default shape and says so. Rank 0 prints a summary and writes the JSON log (--output_file).
 Exit codes: 0 ok, 1 validation failed or a kernel error, 2 bad flags (one line naming the flag).
+--algorithm, --mode, --gemm_sms and the communication tile sizes take comma-separated lists: every
+combination runs in the same launch (one log each), which is how SM-split sweeps are made.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ if "TRITON_INTERPRET" not in os.environ:
 import torch
 
 from harness import runlog
-from harness.config import BenchConfig, ConfigError, DeviceFacts, parse_config
+from harness.config import BenchConfig, ConfigError, DeviceFacts, expand_sweep, output_path, parse_config
 from harness.timing import time_iterations
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
@@ -66,11 +68,10 @@ def say(boot: Bootstrap, *msg: Any) -> None:
         print(*msg, flush=True)
 
 
-def run(cfg: BenchConfig, boot: Bootstrap) -> int:
-    import iris_ops
+def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) -> int:
     from overlap.runner import OverlapRun
 
-    shmem = iris_ops.iris(cfg.heap_size)
+    shmem.reset_allocator()
     runner = OverlapRun(cfg, shmem)
     W = shmem.get_num_ranks()
     if cfg.cpu_small_default:
@@ -153,9 +154,9 @@ def run(cfg: BenchConfig, boot: Bootstrap) -> int:
 
     trace_files: dict[str, str] = {}
     if cfg.trace_tiles:
-        trace_files = write_trace(cfg, boot, shmem, runner, sync)
+        trace_files = write_trace(cfg, boot, shmem, runner, sync, output_file)
 
-    if boot.rank == 0 and cfg.output_file:
+    if boot.rank == 0 and output_file:
         from harness.runlog import new_record, problem_sizes, write_record
 
         elem = torch.empty((), dtype=runner.dtype).element_size()
@@ -168,13 +169,14 @@ def run(cfg: BenchConfig, boot: Bootstrap) -> int:
                                    "gemm": runner.info(), "trace_files": trace_files,
                                    "launcher": boot.launcher, "heap_backend": shmem.backend_name,
                                    "cpu_small_default": cfg.cpu_small_default})
-        path = write_record(record, cfg.output_file)
+        path = write_record(record, output_file)
         print(f"log: {path}", flush=True)
     shmem.barrier()
     return status
 
 
-def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync: Any) -> dict[str, str]:
+def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync: Any,
+                output_file: str | None) -> dict[str, str]:
     """One more iteration with per-tile timestamps; rank 0 writes the timeline and the Perfetto trace."""
     shmem.barrier()
     runner.step()
@@ -192,7 +194,7 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
     if boot.rank == 0:
         from harness.trace import write_traces
 
-        stem = Path(cfg.output_file).with_suffix("") if cfg.output_file else Path(
+        stem = Path(output_file).with_suffix("") if output_file else Path(
             f"results/traces/{cfg.algorithm}_{cfg.mode}_{cfg.m}x{cfg.n}x{cfg.k}_{time.strftime('%Y%m%d-%H%M%S')}")
         timeline, chrome = write_traces(everyone, stem)
         files = {"timeline": str(timeline), "perfetto": str(chrome)}
@@ -211,14 +213,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         facts = device_facts(boot)
-        cfg = parse_config(argv, facts, boot.world_size)
-        fill_heap_size(cfg, boot.world_size)
+        configs = [parse_config(a, facts, boot.world_size) for a in expand_sweep(argv)]
+        for cfg in configs:
+            fill_heap_size(cfg, boot.world_size)
     except ConfigError as exc:
         if boot.rank == 0:
             print(f"benchmark.py: error: {exc}", file=sys.stderr, flush=True)
         return 2
     try:
-        return run(cfg, boot)
+        import iris_ops
+
+        shmem = iris_ops.iris(max(cfg.heap_size for cfg in configs))
+        status = 0
+        for cfg in configs:
+            status = max(status, run(cfg, boot, shmem, output_path(cfg.output_file, cfg, len(configs) > 1)))
+        return status
     except Exception as exc:  # a kernel error or a lost rank: fail this rank, and the job, without hanging
         print(f"benchmark.py: rank {boot.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         if boot.world_size > 1:

@@ -161,6 +161,47 @@ def _kernel_defaults(datatype: str, on_cpu: bool) -> dict[str, int]:
             "num_warps": k.num_warps, "COMMUNICATION_TILE_M": min(64, k.BLK_M), "COMMUNICATION_TILE_N": k.BLK_N}
 
 
+SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N")
+
+
+def expand_sweep(argv: list[str]) -> list[list[str]]:
+    """Comma-separated values of the SWEEPABLE flags -> one argv per combination (in order).
+
+    `--mode fused,two_streams --gemm_sms 100,116` gives four runs in one launch: the heap, the
+    inputs' process and the compiled kernels are shared, so a sweep costs little more than its runs.
+    """
+    runs: list[list[str]] = [[]]
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        flag, eq, inline = arg.partition("=")
+        if flag in SWEEPABLE and (eq or i + 1 < len(argv)):
+            value = inline if eq else argv[i + 1]
+            i += 1 if eq else 2
+            choices = [v for v in value.split(",") if v != ""] or [value]
+            runs = [[*r, flag, c] for r in runs for c in choices]
+            continue
+        runs = [[*r, arg] for r in runs]
+        i += 1
+    return runs
+
+
+def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | None:
+    """The log path of one run: `template` formatted with the config's fields (e.g. {algorithm},
+    {mode}, {gemm_sms}); with several runs and no field in it, the run's name goes before the suffix."""
+    if not template:
+        return None
+    if "{" in template:
+        return template.format(**cfg.as_flags())
+    if not several:
+        return template
+    stem, dot, suffix = template.rpartition(".")
+    if not dot or "/" in suffix:
+        stem, suffix = template, "json"
+    tile = f"{cfg.COMMUNICATION_TILE_M}x{cfg.COMMUNICATION_TILE_N}"
+    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}.{suffix}"
+
+
 def _pow2(x: int) -> bool:
     return x > 0 and (x & (x - 1)) == 0
 

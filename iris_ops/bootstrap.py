@@ -5,17 +5,44 @@ WORLD_SIZE, LOCAL_RANK, ...) with a gloo process group for the exchange; a plain
 process is a world of one. Every host collective waits at most `timeout_s` for all ranks: a rank
 that died or never arrived turns into a `TimeoutError` (and, under MPI, an abort of the job)
 instead of a hang.
+
+Under MPI an exception that no one catches, on any rank, aborts the whole job (as
+`python -m mpi4py` does) after running the cleanups registered with `register_cleanup` (the shm
+backend removes its /dev/shm file there). Without that, the failing rank would block in
+MPI_Finalize at exit while its peers wait for it. IRIS_OPS_ABORT_ON_ERROR=0 turns this off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_TIMEOUT_S = float(os.environ.get("IRIS_OPS_TIMEOUT_S", "120"))
+
+_cleanups: list[Callable[[], None]] = []
+
+
+def register_cleanup(fn: Callable[[], None]) -> None:
+    """Run `fn` before this process aborts the job (MPI_Abort skips atexit handlers)."""
+    if fn not in _cleanups:
+        _cleanups.append(fn)
+
+
+def unregister_cleanup(fn: Callable[[], None]) -> None:
+    with contextlib.suppress(ValueError):
+        _cleanups.remove(fn)
+
+
+def run_cleanups() -> None:
+    """Run the registered cleanups, newest first; a failing one does not stop the others."""
+    for fn in reversed(list(_cleanups)):
+        with contextlib.suppress(Exception):
+            fn()
 
 
 class Bootstrap:
@@ -58,6 +85,21 @@ class _Mpi(Bootstrap):
         self.local_size = node.Get_size()
         node.Free()
         self.launcher = "mpi"
+        if self.world_size > 1 and os.environ.get("IRIS_OPS_ABORT_ON_ERROR", "1") != "0":
+            self._install_excepthook()
+
+    def _install_excepthook(self) -> None:
+        previous = sys.excepthook
+
+        def abort_on_uncaught(exc_type: Any, exc: Any, tb: Any) -> None:
+            previous(exc_type, exc, tb)
+            sys.stderr.write(
+                f"iris_ops: rank {self.rank}: uncaught {exc_type.__name__}; aborting the MPI job so that "
+                "the other ranks do not wait for this one\n"
+            )
+            self.abort(1)
+
+        sys.excepthook = abort_on_uncaught
 
     def _wait(self, req: Any, what: str, timeout_s: float | None) -> Any:
         deadline = time.monotonic() + (DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
@@ -87,6 +129,7 @@ class _Mpi(Bootstrap):
         return self.comm.bcast(obj, root=root)
 
     def abort(self, code: int = 1) -> None:
+        run_cleanups()
         sys.stdout.flush()
         sys.stderr.flush()
         self.comm.Abort(code)
@@ -132,6 +175,7 @@ class _TorchRun(Bootstrap):
         return box[0]
 
     def abort(self, code: int = 1) -> None:
+        run_cleanups()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

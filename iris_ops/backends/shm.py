@@ -5,8 +5,9 @@ processes and pointer translation is exercised for real; Triton's interpreter th
 stores and does atomics on the peers' pages directly.
 
 Cleanup: a rank removes its own file once every rank has mapped it (the mappings stay valid).
-If a run fails before that, the file is removed at exit or on SIGTERM/SIGINT, and files whose
-creating process is gone are swept at the next start, so nothing stays in /dev/shm.
+If a run fails before that, the file is removed at exit, on SIGTERM/SIGINT, or before the process
+aborts an MPI job (bootstrap.register_cleanup), and files whose creating process is gone are swept
+at the next start, so nothing stays in /dev/shm.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from iris_ops.bootstrap import register_cleanup, unregister_cleanup
 
 SHM_DIR = Path(os.environ.get("IRIS_OPS_SHM_DIR", "/dev/shm"))
 PREFIX = "iris_ops_heap"
@@ -75,12 +78,14 @@ class ShmBackend:
 
     def _guard(self) -> None:
         atexit.register(self._unlink)
+        register_cleanup(self._unlink)  # MPI_Abort skips atexit
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(ValueError):  # not the main thread
                 self._prev_handlers[sig] = signal.signal(sig, self._on_signal)
 
     def _unguard(self) -> None:
         atexit.unregister(self._unlink)
+        unregister_cleanup(self._unlink)
         for sig, prev in self._prev_handlers.items():
             with contextlib.suppress(ValueError, TypeError):
                 signal.signal(sig, prev)

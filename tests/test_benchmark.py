@@ -1,0 +1,125 @@
+"""benchmark.py end to end: every algorithm x mode validates on 2 and 4 ranks, back-to-back
+iterations stay correct, bad flags are refused with one line and exit code 2, the JSON log and
+the tile trace are well formed.
+
+On the CPU these run the real kernels in Triton's interpreter on the shm heap, at small shapes
+that still have several tiles, split (Stream-K) tiles and edge tiles.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT, run_mpi, skip_unless_ranks
+
+from harness.runlog import check_record
+
+ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
+MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential")
+BENCH = str(REPO_ROOT / "benchmark.py")
+# 80 x 96 x 64 with 32 x 32 x 16 tiles: ragged edges in M, 9 tiles (6 for all_scatter's N/2) on 2
+# GEMM programs, so the hybrid schedule has Stream-K tiles whose partials are fixed up.
+SMALL = ["-m", "80", "-n", "96", "-k", "64", "--BLK_M", "32", "--BLK_N", "32", "--BLK_K", "16",
+         "--COMMUNICATION_TILE_M", "16", "--COMMUNICATION_TILE_N", "32", "--total_sms", "4", "--gemm_sms", "2",
+         "--num_stages", "1", "--num_warps", "4", "--datatype", "fp16"]
+
+
+@pytest.mark.parametrize("nprocs", [2, 4])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_algorithm_mode_validates(algorithm: str, mode: str, nprocs: int, tmp_path: Path) -> None:
+    skip_unless_ranks(nprocs)
+    log = tmp_path / "run.json"
+    result = run_mpi(nprocs, BENCH, "--algorithm", algorithm, "--mode", mode, *SMALL, "--validate",
+                     "--validate_iters", "2", "--output_file", str(log), timeout=400)
+    assert "validation passed on every rank (2 iteration(s))" in result.stdout, result.stdout
+    record = json.loads(log.read_text())
+    assert check_record(record) == []
+    assert record["validation"]["passed"] is True
+    assert len(record["validation"]["ranks"]) == nprocs
+    for rank in record["validation"]["ranks"]:
+        assert rank["global"]["rel_err"] < rank["global"]["tolerance"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_200_back_to_back_iterations_stay_correct(algorithm: str) -> None:
+    """Outputs are poisoned before every iteration, so a tile consumed on a stale flag shows as wrong."""
+    args = ["-m", "32", "-n", "64", "-k", "32", "--BLK_M", "16", "--BLK_N", "16", "--BLK_K", "16",
+            "--COMMUNICATION_TILE_M", "16", "--COMMUNICATION_TILE_N", "16", "--total_sms", "4", "--gemm_sms", "3",
+            "--num_stages", "1", "--num_warps", "1"]
+    result = run_mpi(2, BENCH, "--algorithm", algorithm, "--mode", "fused", *args, "--validate",
+                     "--validate_iters", "200", timeout=900)
+    assert "validation passed on every rank (200 iteration(s))" in result.stdout, result.stdout
+
+
+def test_benchmark_log_and_trace(tmp_path: Path) -> None:
+    log = tmp_path / "bench.json"
+    result = run_mpi(2, BENCH, "--algorithm", "one_shot", "--mode", "fused", *SMALL, "--benchmark", "--iters", "2",
+                     "--warmup", "1", "--trace_tiles", "--output_file", str(log), timeout=400)
+    assert "e2e median" in result.stdout
+    record = json.loads(log.read_text())
+    assert check_record(record) == []
+    assert record["producer"] == "benchmark" and record["mode"] == "fused" and record["world_size"] == 2
+    assert record["timing"]["e2e_ms"] > 0 and record["timing"]["iters"] == 2
+    assert set(record["timing"]["kernels_ms"]) == {"fused"}
+    assert record["components"]["overlap_bound_ms"] > 0
+    assert record["git"]["commit"]
+    chrome = json.loads(Path(record["trace_files"]["perfetto"]).read_text())
+    events = [e for e in chrome["traceEvents"] if e["ph"] == "X"]
+    roles = {e["cat"] for e in events}
+    assert {"gemm", "wait", "comm"} == roles, roles
+    tiles = record["sizes"]["tiles"]
+    # every tile appears once as GEMM work and once as communication on each rank
+    for rank in (0, 1):
+        for role in ("gemm", "comm"):
+            assert sorted(e["args"]["tile"] for e in events if e["pid"] == rank and e["cat"] == role) == list(
+                range(tiles)), (rank, role)
+    timeline = json.loads(Path(record["trace_files"]["timeline"]).read_text())
+    assert timeline["schema"].startswith("streamk-pgas/tile-timeline")
+
+
+def _refuse(args: list[str], flag: str, nprocs: int = 1) -> None:
+    if nprocs == 1:
+        proc = subprocess.run([sys.executable, BENCH, *args], capture_output=True, text=True, timeout=120,
+                              cwd=REPO_ROOT)
+        rc, err = proc.returncode, proc.stderr
+    else:
+        res = run_mpi(nprocs, BENCH, *args, check=False, timeout=120)
+        rc, err = res.returncode, res.stdout
+    assert rc == 2, err
+    lines = [line for line in err.splitlines() if line.startswith("benchmark.py: error:")]
+    assert len(lines) >= 1 and flag in lines[0], err
+    assert len(lines[0]) < 300
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--gemm_sms", "4", "--total_sms", "4"], "--gemm_sms"),
+        (["--total_sms", "100000"], "--total_sms"),
+        (["--BLK_M", "48"], "--BLK_M"),
+        (["--BLK_N", "8"], "--BLK_N"),
+        (["--COMMUNICATION_TILE_N", "64", "--BLK_N", "32"], "--COMMUNICATION_TILE_N"),
+        (["--datatype", "fp8"], "--datatype"),
+        (["--algorithm", "ring"], "--algorithm"),
+        (["--mode", "overlapped"], "--mode"),
+        (["-m", "0"], "-m"),
+        (["--heap_size", str(1 << 20), "-m", "1024", "-n", "1024", "-k", "64"], "--heap_size"),
+        (["--num_warps", "3"], "--num_warps"),
+        (["--datatype", "int8", "--BLK_K", "16"], "--BLK_K"),
+        (["--bogus"], "--bogus"),
+    ],
+)
+def test_bad_flags_refused(args: list[str], flag: str) -> None:
+    _refuse(args, flag)
+
+
+def test_bad_split_refused_on_every_rank() -> None:
+    # K = 63 cannot be split over 2 ranks for all_reduce: every rank exits 2 before any kernel starts.
+    _refuse(["--algorithm", "all_reduce", "-k", "63", "-m", "64", "-n", "64"], "-k", nprocs=2)
+    _refuse(["--algorithm", "all_scatter", "-n", "63", "-m", "64", "-k", "64"], "-n", nprocs=2)
