@@ -48,8 +48,10 @@ def device_facts(boot: Bootstrap) -> DeviceFacts:
     torch.cuda.set_device(boot.local_rank)
     props = torch.cuda.get_device_properties(boot.local_rank)
     smem = getattr(props, "shared_memory_per_block_optin", None) or 227 * 1024
-    return DeviceFacts(backend="hip" if torch.version.hip else "cuda", sm_count=props.multi_processor_count,
-                       shared_mem_per_program=int(smem), name=props.name)
+    hip = bool(torch.version.hip)
+    return DeviceFacts(backend="hip" if hip else "cuda", sm_count=props.multi_processor_count,
+                       shared_mem_per_program=int(smem), name=props.name,
+                       capability=0 if hip else props.major * 10 + props.minor)
 
 
 def fill_heap_size(cfg: BenchConfig, world_size: int) -> None:
@@ -178,9 +180,11 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
 def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync: Any,
                 output_file: str | None) -> dict[str, str]:
     """One more iteration with per-tile timestamps; rank 0 writes the timeline and the Perfetto trace."""
+    runner.tracing = True
     shmem.barrier()
     runner.step()
     sync()
+    runner.tracing = False
     shmem.barrier()
     runner.check_errors()
     mine = runner.trace_arrays()

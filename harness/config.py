@@ -52,6 +52,7 @@ class DeviceFacts:
     sm_count: int
     shared_mem_per_program: int  # bytes a program may use
     name: str = ""
+    capability: int = 0  # NVIDIA compute capability as major*10 + minor (90 on Hopper); 0 elsewhere
 
 
 @dataclass
@@ -89,6 +90,8 @@ class BenchConfig:
     seed: int = 0
     timeout_s: float = 30.0
     schedule: str = "hybrid"
+    tma: str = "auto"
+    use_tma: bool = False  # resolved from `tma` and the device
     # Filled in by parse_config: which values came from device defaults rather than the command line.
     defaulted: list[str] = field(default_factory=list)
     cpu_small_default: bool = False
@@ -124,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--gsize_m", type=int, default=8, help="grouped tile order: tiles of this many rows are walked together")
     a("--two_tiles", default="true", help="Stream-K over the last partial wave plus one full wave (true/false)")
     a("--schedule", default="hybrid", help="GEMM schedule: hybrid (DP + Stream-K), dp, or sk")
+    a("--tma", default="auto",
+      help="GEMM loads A and B with the tensor-memory accelerator (on/off; auto: on for NVIDIA sm_90+)")
     a("--num_stages", type=int, default=None, help="software-pipelining depth of the GEMM K loop")
     a("--num_warps", type=int, default=None, help="warps per program (GEMM and fused kernels)")
     a("--waves_per_eu", type=int, default=0, help="AMD only: occupancy hint (accepted and reported unused on NVIDIA)")
@@ -230,7 +235,7 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
     cfg = BenchConfig()
     defaulted = []
     for f in dataclasses.fields(cfg):
-        if f.name in ("defaulted", "cpu_small_default"):
+        if f.name in ("defaulted", "cpu_small_default", "use_tma"):
             continue
         v = values.get(f.name)
         if v is None:
@@ -246,6 +251,14 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
                 v = getattr(cfg, f.name)
         setattr(cfg, f.name, v)
     cfg.two_tiles = _bool("--two_tiles", values["two_tiles"])
+    if cfg.tma not in ("auto", "on", "off"):
+        raise ConfigError("--tma", f"must be auto, on or off, got {cfg.tma!r}")
+    tma_capable = device.backend == "cuda" and device.capability >= 90
+    if cfg.tma == "on" and not tma_capable:
+        where = device.name or device.backend
+        raise ConfigError("--tma", f"on needs an NVIDIA GPU of compute capability 9.0+ (this is {where}); "
+                          "use auto or off")
+    cfg.use_tma = tma_capable if cfg.tma == "auto" else cfg.tma == "on"
     if values.get("gemm_sms") is None:
         comm = DEFAULT_COMM_SMS.get(cfg.algorithm, 16) if not on_cpu else max(1, cfg.total_sms // 2)
         cfg.gemm_sms = max(1, cfg.total_sms - comm)

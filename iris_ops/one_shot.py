@@ -27,7 +27,8 @@ def one_shot_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm,
                 acc = tl.zeros((CTM, CTN), dtype=tl.int32)
             else:
                 acc = tl.zeros((CTM, CTN), dtype=tl.float32)
-            for i in range(0, world_size):
+            # Unrolled when world_size is a constexpr: every rank's load is in flight before the first add.
+            for i in tl.static_range(world_size):
                 peer = (cur_rank + 1 + i) % world_size  # remote partials first, the local one last
                 acc += tl.load(translate(src, cur_rank, peer, heap_bases), mask=mask).to(acc.dtype)
             tl.store(DST + rm[:, None] * stride_dm + rn[None, :] * stride_dn,

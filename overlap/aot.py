@@ -68,7 +68,8 @@ def compile_fn(fn: Any, ptr_types: dict[str, str], constexprs: dict[str, Any], a
     return usage
 
 
-def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: bool) -> dict[str, dict[str, Any]]:
+def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: bool, tma: bool = False,
+                 world_size: int = 2) -> dict[str, dict[str, Any]]:
     device._ARCH = tl.constexpr(1)  # the NVIDIA code paths, though no GPU is present
     cfg = default_config(datatype, f"sm{arch}")
     e, o = _ELEM[datatype], _OUT[datatype]
@@ -89,10 +90,14 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
     seq = mode == "fused_sequential"
     is_ar = algorithm == "all_reduce"
     gemm_ptrs = {"A": f"*{e}", "B": f"*{e}", "C": f"*{o}", "P": f"*{acc}", "LOCKS": "*i32", "TILE_FLAGS": "*i32"}
+    if tma:
+        gemm_ptrs["A"] = f"tensordesc<{e}[{cfg.BLK_M}, {cfg.BLK_K}]>"
+        gemm_ptrs["B"] = f"tensordesc<{e}[{cfg.BLK_K}, {cfg.BLK_N}]>"
+    comm_const["world_size"] = world_size
     gemm_const = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLK_K": cfg.BLK_K, "EVEN_K": True,
                   "EPILOGUE": _epilogue(algorithm, mode),
                   "INPUT_PRECISION": cfg.input_precision if datatype == "fp32" else None,
-                  "NUM_XCDS": 1, "USE_TMA": False,
+                  "NUM_XCDS": 1, "USE_TMA": tma,
                   "COMM_AFTER_GEMM": seq and algorithm == "one_shot", "GEMM_WAITS_ZEROED": seq and is_ar,
                   "COMM_WAITS_ZEROED": is_ar and mode == "fused"}
     if trace:
@@ -114,14 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--algorithms", default=",".join(ALGORITHMS))
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--tma", action="store_true", help="the GEMM loads A and B through tensor descriptors")
+    ap.add_argument("--world_size", type=int, default=2)
     args = ap.parse_args(argv)
-    print(f"triton {triton.__version__}, sm_{args.arch}, {args.datatype}, trace={args.trace}")
+    print(f"triton {triton.__version__}, sm_{args.arch}, {args.datatype}, trace={args.trace}, tma={args.tma}, "
+          f"world_size={args.world_size}")
     print(f"{'algorithm':12} {'mode':17} {'kernel':15} {'regs':>5} {'spill st/ld':>12} {'shared':>8}")
     status = 0
     for alg in args.algorithms.split(","):
         for mode in args.modes.split(","):
             try:
-                kernels = compile_mode(alg, mode, args.datatype, args.arch, args.trace)
+                kernels = compile_mode(alg, mode, args.datatype, args.arch, args.trace, args.tma, args.world_size)
             except Exception as exc:  # report and go on: one table for every combination
                 print(f"{alg:12} {mode:17} FAILED: {type(exc).__name__}: {str(exc)[:400]}")
                 status = 1

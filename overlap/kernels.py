@@ -1,5 +1,8 @@
 """The kernels that put GEMM and communication programs together.
 
+world_size is a compile-time constant here, so loops over ranks unroll and a communication
+program has all of its ranks' loads in flight at once.
+
 `overlap_kernel` is the one kernel every mode launches for the GEMM: programs 0..gemm_programs-1
 run `stream_k.kernel.streamk_program`; programs from gemm_programs on run
 `iris_ops.comm_loop.comm_program` (workgroup specialisation by program id). With no
@@ -41,7 +44,7 @@ def overlap_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     sk_tiles, sk_iters_per_program, sk_iters_remainder,
     epoch, max_spins,
-    heap_bases, cur_rank, world_size,
+    heap_bases, cur_rank, world_size: tl.constexpr,
     # communication (iris_ops.comm_loop.comm_program's arguments)
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
     READY, ready_target, COMM_TRACE, ZEROED,
@@ -90,7 +93,7 @@ def overlap_kernel(
 def comm_kernel(
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
     READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, ZEROED, epoch,
-    heap_bases, cur_rank, world_size,
+    heap_bases, cur_rank, world_size: tl.constexpr,
     TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr, COMM_WAITS_ZEROED: tl.constexpr,
@@ -108,7 +111,7 @@ def comm_kernel(
 
 
 @triton.jit(do_not_specialize=["epoch"])
-def signal_zeroed(ZEROED, epoch, heap_bases, cur_rank, world_size):
+def signal_zeroed(ZEROED, epoch, heap_bases, cur_rank, world_size: tl.constexpr):
     """Tell every rank that this rank's C is zeroed for `epoch` (runs after the memset, same stream)."""
     for p in range(0, world_size):
         notify(ZEROED + cur_rank, epoch, cur_rank, p, heap_bases, "sys")

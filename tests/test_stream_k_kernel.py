@@ -182,7 +182,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                        heap_bases, cur_rank, world_size, SEEN, gemm_programs, only_pid,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
                        EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-                       INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr):
+                       INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr):
     """Programs < gemm_programs run the GEMM (only `only_pid` if >= 0); the next one waits on every tile flag."""
     pid = tl.program_id(0)
     if pid < gemm_programs:
@@ -191,7 +191,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                             stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                             sk_tiles, sk_iters_per_program, sk_iters_remainder, epoch, max_spins,
                             heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
-                            TIMER, INPUT_PRECISION, NUM_XCDS)
+                            TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
