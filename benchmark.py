@@ -33,6 +33,7 @@ import torch
 
 from harness import runlog
 from harness.config import BenchConfig, ConfigError, DeviceFacts, expand_sweep, output_path, parse_config
+from harness.timing import METHOD as TIMING_METHOD
 from harness.timing import time_iterations
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
@@ -128,6 +129,7 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
                                        use_events=runner.on_gpu, allgather=shmem.allgather)
         runner.check_errors()
         timing = runlog.timing_section(e2e, kernels, flops_per_rank, cfg.iters, cfg.warmup)
+        timing["method"] = TIMING_METHOD
         if cfg.mode in ("two_streams", "fused"):
             _, g_alone = time_iterations(runner.gemm_alone, iters=cfg.iters, warmup=cfg.warmup, barrier=barrier,
                                          use_events=runner.on_gpu, allgather=shmem.allgather)

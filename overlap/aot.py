@@ -79,7 +79,7 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
     comm_const: dict[str, Any] = {
         "stride_sn": 1, "stride_dn": 1, "TILE_FN": TILE_FN[algorithm],
         "READY_SCOPE": "sys" if algorithm == "one_shot" else "gpu",
-        "BLK_M": cfg.BLK_M, "BLK_N": cfg.BLK_N, "GSIZE_M": cfg.gsize_m, "CTM": min(64, cfg.BLK_M),
+        "BLK_M": cfg.BLK_M, "BLK_N": cfg.BLK_N, "GSIZE_M": cfg.gsize_m, "CTM": cfg.BLK_M,
         "CTN": cfg.BLK_N, "TIMER": device.TIMER_GLOBALTIMER,
     }
     if trace:

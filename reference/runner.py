@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from harness.runlog import new_record, timing_section
+from harness.timing import METHOD as TIMING_METHOD
 from harness.timing import StepTimer, time_iterations
 from reference.config import RefConfig
 from reference.inputs import compare
@@ -97,8 +98,7 @@ def run_variant(key: str, world: World, cfg: RefConfig) -> dict[str, Any]:
         use_events=world.device.type == "cuda", allgather=world.allgather,
     )
     timing = timing_section(e2e, kernels, sizes["flops_per_rank"], cfg.iters, cfg.warmup)
-    timing["method"] = ("per iteration: device drained, host (gloo) barrier, then device events around the "
-                        "step; the slowest rank's time; medians after warm-up")
+    timing["method"] = TIMING_METHOD
     validation = _validation(variant, prepared, world, cfg) if cfg.validate else {"enabled": False, "passed": None}
     extra.update(prepared.extra)
     record = new_record(**common, timing=timing, validation=validation, extra=extra)

@@ -179,7 +179,7 @@ def test_custom_epilogue_runs_once_per_tile():
 def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                        sk_tiles, sk_iters_per_program, sk_iters_remainder, epoch, max_spins,
-                       heap_bases, cur_rank, world_size, SEEN, gemm_programs, only_pid,
+                       heap_bases, cur_rank, world_size, SEEN, gemm_programs, only_pid, waiter_spins,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
                        EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr):
@@ -195,14 +195,18 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
-            if wait_local(TILE_FLAGS + t, epoch, max_spins, "gpu"):
+            # A far longer budget than the GEMM's own waits: on a GPU the owner may first time out on
+            # its fix-up (test_fixup_timeout...) before it signals.
+            if wait_local(TILE_FLAGS + t, epoch, waiter_spins, "gpu"):
                 tl.atomic_add(SEEN, 1)
 
 
 def _launch_fused(gemm: StreamKGemm, a, b, c, flags, seen, only_pid: int = -1) -> None:
     args = gemm.launch_args(a, b, c, tile_flags=flags)
     programs = gemm.plan.num_programs
+    waiter_spins = min(2**31 - 1, gemm.max_spins * 1000 + 1000)
     _fused_like_kernel[(programs + 1,)](**args, SEEN=seen, gemm_programs=programs, only_pid=only_pid,
+                                        waiter_spins=waiter_spins,
                                         **gemm.launch_options())
 
 
