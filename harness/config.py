@@ -35,7 +35,7 @@ GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "BLK_M": 128, "BLK_N": 256, "BL
                 "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
 # SMs left to communication by default on a GPU: enough to keep the links busy (DESIGN.md: remote
 # reads reach ~140 GB/s with 16 programs, ~250 GB/s with 32; remote stores need fewer).
-DEFAULT_COMM_SMS = {"all_reduce": 16, "all_scatter": 12, "one_shot": 20}
+DEFAULT_COMM_SMS = {"all_reduce": 16, "all_scatter": 8, "one_shot": 12}
 
 
 class ConfigError(ValueError):
@@ -93,6 +93,7 @@ class BenchConfig:
     timeout_s: float = 30.0
     schedule: str = "hybrid"
     tma: str = "auto"
+    gemm_joins_comm: bool = True
     use_tma: bool = False  # resolved from `tma` and the device
     # Filled in by parse_config: which values came from device defaults rather than the command line.
     defaulted: list[str] = field(default_factory=list)
@@ -129,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--gsize_m", type=int, default=8, help="grouped tile order: tiles of this many rows are walked together")
     a("--two_tiles", default="true", help="Stream-K over the last partial wave plus one full wave (true/false)")
     a("--schedule", default="hybrid", help="GEMM schedule: hybrid (DP + Stream-K), dp, or sk")
+    a("--gemm_joins_comm", default="true",
+      help="fused and two_streams on a GPU: GEMM programs done with their tiles help move the rest (true/false)")
     a("--tma", default="auto",
       help="GEMM loads A and B with the tensor-memory accelerator (on/off; auto: on for NVIDIA sm_90+)")
     a("--num_stages", type=int, default=None, help="software-pipelining depth of the GEMM K loop")
@@ -253,6 +256,7 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
                 v = getattr(cfg, f.name)
         setattr(cfg, f.name, v)
     cfg.two_tiles = _bool("--two_tiles", values["two_tiles"])
+    cfg.gemm_joins_comm = _bool("--gemm_joins_comm", values["gemm_joins_comm"])
     if cfg.tma not in ("auto", "on", "off"):
         raise ConfigError("--tma", f"must be auto, on or off, got {cfg.tma!r}")
     tma_capable = device.backend == "cuda" and device.capability >= 90

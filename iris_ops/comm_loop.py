@@ -1,7 +1,8 @@
 """The loop every communication program runs: take a tile, wait until it is ready, move it, log it.
 
-A communication program `pid` of `num_programs` takes tiles pid, pid + num_programs, ... in
-tile order (the order the GEMM finishes them in, roughly), waits with acquire loads until the
+A communication program takes tiles in tile order (the order the GEMM finishes them in, roughly):
+statically (pid, pid + num_programs, ...) or, with a claim counter, dynamically, so that GEMM
+programs that have finished their own tiles can join in and share the tail. It waits with acquire loads until the
 tile's ready word reaches `ready_target` (the epoch, or world_size * epoch for counters that
 every rank bumps), then calls the algorithm's TILE_FN on it. A wait that times out records an
 error word and moves on, so a lost flag fails the run instead of hanging it.
@@ -21,8 +22,8 @@ from iris_ops.tiles import tile_coords
 
 
 @triton.jit
-def comm_program(
-    pid, num_programs, trace_pid,
+def _move_tile(
+    tile_id, trace_pid,
     SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
     READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
     heap_bases, cur_rank, world_size,
@@ -30,26 +31,54 @@ def comm_program(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
 ):
+    """Wait until tile_id is ready, move it with TILE_FN, and log the wait and the move."""
+    if COMM_TRACE is not None:
+        t_wait = read_timer(CLOCK, TIMER)
+    ok = wait_local(READY + tile_id, ready_target, max_spins, READY_SCOPE)
+    if not ok:
+        record_error(ERRORS, 2, tile_id)  # ERR_TILE_READY
+    if COMM_TRACE is not None:
+        t_ready = read_timer(CLOCK, TIMER)
+    pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
+    TILE_FN(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+            heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+    if COMM_TRACE is not None:
+        t_done = read_timer(CLOCK, TIMER)
+        row = COMM_TRACE + tile_id * 5
+        tl.store(row + 0, t_wait)
+        tl.store(row + 1, t_ready)
+        tl.store(row + 2, t_ready)
+        tl.store(row + 3, t_done)
+        tl.store(row + 4, trace_pid.to(tl.int64))
+
+
+@triton.jit
+def comm_program(
+    pid, num_programs, trace_pid,
+    SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
+    heap_bases, cur_rank, world_size, CLAIM, claim_base,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
+    BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
+    CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
+):
+    """Move tiles until none is left. CLAIM None: tiles pid, pid + num_programs, ... (static).
+    CLAIM a counter: take the next tile in tile order with an atomic ticket, so that programs that
+    join late (GEMM programs done with their own work) share the tail; a launch's participants make
+    n_tiles + (one failing claim each) tickets, and the host passes where this launch's tickets start."""
     n_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
-    for tile_id in range(pid, n_tiles, num_programs):
-        if COMM_TRACE is not None:
-            t_wait = read_timer(CLOCK, TIMER)
-        ok = wait_local(READY + tile_id, ready_target, max_spins, READY_SCOPE)
-        if not ok:
-            record_error(ERRORS, 2, tile_id)  # ERR_TILE_READY
-        if COMM_TRACE is not None:
-            t_ready = read_timer(CLOCK, TIMER)
-        pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
-        TILE_FN(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
-        if COMM_TRACE is not None:
-            t_done = read_timer(CLOCK, TIMER)
-            row = COMM_TRACE + tile_id * 5
-            tl.store(row + 0, t_wait)
-            tl.store(row + 1, t_ready)
-            tl.store(row + 2, t_ready)
-            tl.store(row + 3, t_done)
-            tl.store(row + 4, trace_pid.to(tl.int64))
+    if CLAIM is None:
+        for tile_id in range(pid, n_tiles, num_programs):
+            _move_tile(tile_id, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+                       READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
+                       TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
+    else:
+        tile_id = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
+        while tile_id < n_tiles:
+            _move_tile(tile_id, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+                       READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
+                       TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
+            tile_id = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
 
 
 @triton.jit

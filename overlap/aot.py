@@ -29,7 +29,7 @@ from stream_k.kernel import store_and_signal
 _ELEM = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i8"}
 _OUT = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i32"}
 _RUNTIME_INTS = {"sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "cur_rank",
-                 "world_size", "ready_target", "gemm_programs", "comm_programs"}
+                 "world_size", "ready_target", "gemm_programs", "comm_programs", "claim_base"}
 TILE_FN = {"all_scatter": all_scatter_tile, "all_reduce": all_reduce_tile, "one_shot": one_shot_tile}
 
 
@@ -75,7 +75,7 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
     e, o = _ELEM[datatype], _OUT[datatype]
     acc = "i32" if datatype == "int8" else "fp32"
     comm_ptrs = {"SRC": f"*{o}", "DST": f"*{o}", "READY": "*i32", "ZEROED": "*i32", "heap_bases": "*i64",
-                 "ERRORS": "*i32", "CLOCK": "*i64"}
+                 "ERRORS": "*i32", "CLOCK": "*i64", "CLAIM": "*i32"}
     comm_const: dict[str, Any] = {
         "stride_sn": 1, "stride_dn": 1, "TILE_FN": TILE_FN[algorithm],
         "READY_SCOPE": "sys" if algorithm == "one_shot" else "gpu",
@@ -98,8 +98,9 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
                   "EPILOGUE": _epilogue(algorithm, mode),
                   "INPUT_PRECISION": cfg.input_precision if datatype == "fp32" else None,
                   "NUM_XCDS": 1, "USE_TMA": tma,
-                  "COMM_AFTER_GEMM": seq and algorithm == "one_shot", "GEMM_WAITS_ZEROED": seq and is_ar,
-                  "COMM_WAITS_ZEROED": is_ar and mode == "fused"}
+                  "COMM_AFTER_GEMM": mode in ("fused", "two_streams") or (seq and algorithm == "one_shot"),
+                  "GEMM_WAITS_ZEROED": seq and is_ar,
+                  "COMM_WAITS_ZEROED": is_ar and mode in ("fused", "two_streams")}
     if trace:
         gemm_ptrs["GEMM_TRACE"] = "*i64"
     else:

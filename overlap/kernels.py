@@ -6,9 +6,11 @@ program has all of its ranks' loads in flight at once.
 `overlap_kernel` is the one kernel every mode launches for the GEMM: programs 0..gemm_programs-1
 run `stream_k.kernel.streamk_program`; programs from gemm_programs on run
 `iris_ops.comm_loop.comm_program` (workgroup specialisation by program id). With no
-communication programs it is the plain GEMM (bulk_sync, two_streams); with COMM_AFTER_GEMM the
-GEMM programs run the communication loop themselves once their GEMM work is done
-(fused_sequential one_shot). `comm_kernel` is communication alone (bulk_sync, two_streams).
+communication programs it is the plain GEMM (bulk_sync, two_streams). With COMM_AFTER_GEMM the
+GEMM programs join the communication once their own GEMM work is done, claiming tiles from the
+same counter (CLAIM) as the communication programs, so the last wave's tiles are moved by many
+programs instead of the few set aside (fused and two_streams on a GPU; fused_sequential one_shot,
+whose GEMM programs are the only ones). `comm_kernel` is communication alone.
 
 PEER_ZEROED: all_reduce adds into every rank's C, so C must be zeroed everywhere before anyone
 adds. Each rank zeroes its C, then `signal_zeroed` releases `zeroed[cur_rank] = epoch` on every
@@ -33,7 +35,7 @@ def _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS):
 
 
 _DNS = ["sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "ready_target",
-        "gemm_programs", "comm_programs"]
+        "gemm_programs", "comm_programs", "claim_base"]
 
 
 @triton.jit(do_not_specialize=_DNS)
@@ -47,7 +49,7 @@ def overlap_kernel(
     heap_bases, cur_rank, world_size: tl.constexpr,
     # communication (iris_ops.comm_loop.comm_program's arguments)
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, COMM_TRACE, ZEROED,
+    READY, ready_target, COMM_TRACE, ZEROED, CLAIM, claim_base,
     gemm_programs, comm_programs,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
@@ -57,7 +59,7 @@ def overlap_kernel(
 ):
     pid = tl.program_id(0)
     if pid < gemm_programs:
-        if GEMM_WAITS_ZEROED:
+        if GEMM_WAITS_ZEROED:  # fused_sequential all_reduce adds into every rank's C from its epilogue
             _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS)
         streamk_program(
             pid, gemm_programs,
@@ -69,12 +71,14 @@ def overlap_kernel(
             heap_bases, cur_rank, world_size,
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA,
         )
-        if COMM_AFTER_GEMM:
+        if COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
+            if COMM_WAITS_ZEROED:
+                _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS)
             comm_program(
                 pid, gemm_programs, pid,
                 SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
                 READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-                heap_bases, cur_rank, world_size,
+                heap_bases, cur_rank, world_size, CLAIM, claim_base,
                 TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
             )
     else:
@@ -84,15 +88,15 @@ def overlap_kernel(
             pid - gemm_programs, comm_programs, pid,
             SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
             READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-            heap_bases, cur_rank, world_size,
+            heap_bases, cur_rank, world_size, CLAIM, claim_base,
             TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
         )
 
 
-@triton.jit(do_not_specialize=["epoch", "max_spins", "ready_target"])
+@triton.jit(do_not_specialize=["epoch", "max_spins", "ready_target", "claim_base"])
 def comm_kernel(
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, ZEROED, epoch,
+    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, ZEROED, epoch, CLAIM, claim_base,
     heap_bases, cur_rank, world_size: tl.constexpr,
     TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
@@ -105,7 +109,7 @@ def comm_kernel(
         pid, tl.num_programs(0), pid,
         SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
         READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-        heap_bases, cur_rank, world_size,
+        heap_bases, cur_rank, world_size, CLAIM, claim_base,
         TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
     )
 

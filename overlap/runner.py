@@ -145,6 +145,12 @@ class OverlapRun:
         self._compiled: dict[str, Any] = {}
         self._refs: tuple[torch.Tensor, torch.Tensor] | None = None
         self.sequential = mode == "fused_sequential"
+        # Tile tickets for dynamic claiming (int32: wraps only after ~2^31 tickets, far beyond any run).
+        self.claims = torch.zeros(1, dtype=torch.int32, device=self.device)
+        self.claims_used = 0
+        # GEMM programs join the communication when done with their tiles (GPU only: in the interpreter
+        # programs run one after another, so an early program would wait on a later one's tile).
+        self.join = cfg.gemm_joins_comm and not INTERPRETED and mode in ("fused", "two_streams")
 
     # ---- per-algorithm pieces ---------------------------------------------------------------------
 
@@ -180,37 +186,41 @@ class OverlapRun:
 
     # ---- launches ---------------------------------------------------------------------------------
 
-    def _launch_gemm(self, launch: Launch, *, with_comm: bool) -> None:
+    def _claims_for(self, participants: int) -> int:
+        """Where this launch's tile tickets start: every participant takes tiles until one claim fails,
+        so a launch consumes n_tiles + participants tickets."""
+        base = self.claims_used
+        self.claims_used += self.tiles + participants
+        return base
+
+    def _launch_gemm(self, launch: Launch, *, comm_programs: int = 0, join: bool = False,
+                     claim_base: int | None = None) -> None:
+        """The overlap kernel: GEMM programs, `comm_programs` communication programs after them, and with
+        `join` the GEMM programs moving tiles too once their GEMM work is done (tickets from claim_base)."""
         g = launch.gemm
         args = g.launch_args(self.a, self.b, self._gemm_target(), tile_flags=self.ready,
                              gemm_trace=self.gemm_trace if self.tracing else None, epilogue=self._epilogue(),
                              heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank, world_size=self.world,
                              epoch=self.epoch)
-        comm = self._comm_args()
         is_ar = self.cfg.algorithm == "all_reduce"
-        comm_programs = launch.comm_programs if with_comm else 0
-        comm_after_gemm = self.sequential and self.cfg.algorithm == "one_shot"
-        # The interpreter runs programs one after another, so a program could wait forever for a tile
-        # of a later program: there the "after" phase is a second launch over the same program ids.
-        split_phases = comm_after_gemm and INTERPRETED
-        args.update(comm)
+        args.update(self._comm_args())
         args.update(
             gemm_programs=launch.gemm_programs, comm_programs=comm_programs,
-            COMM_AFTER_GEMM=comm_after_gemm and not split_phases,
+            CLAIM=self.claims if claim_base is not None else None, claim_base=claim_base or 0,
+            COMM_AFTER_GEMM=join,
             GEMM_WAITS_ZEROED=self.sequential and is_ar,
-            COMM_WAITS_ZEROED=is_ar and comm_programs > 0,
+            COMM_WAITS_ZEROED=is_ar and (comm_programs > 0 or join),
         )
         grid = (launch.gemm_programs + comm_programs,)
         k = overlap_kernel[grid](**args, **g.launch_options())
         self._keep("overlap_kernel", k)
-        if split_phases:
-            self._launch_comm(launch.gemm_programs)
 
-    def _launch_comm(self, programs: int) -> None:
+    def _launch_comm(self, programs: int, claim_base: int | None = None) -> None:
         g = self.main.gemm
         args = self._comm_args()
         args.update(max_spins=g.max_spins, ERRORS=self.errors, CLOCK=g.clock, epoch=self.epoch,
                     heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank, world_size=self.world,
+                    CLAIM=self.claims if claim_base is not None else None, claim_base=claim_base or 0,
                     BLK_M=self.cfg.BLK_M, BLK_N=self.cfg.BLK_N, GSIZE_M=self.cfg.gsize_m, TIMER=g.timer_kind,
                     COMM_WAITS_ZEROED=self.cfg.algorithm == "all_reduce")
         k = comm_kernel[(programs,)](**args, num_warps=max(1, self.cfg.communication_block_size // 32))
@@ -229,30 +239,55 @@ class OverlapRun:
         """One iteration in the configured mode (kernels are launched, not waited for)."""
         self.epoch += 1
         timer = timer or StepTimer(use_events=False)
-        is_ar = self.cfg.algorithm == "all_reduce"
-        mode = self.cfg.mode
-        if mode == "two_streams" and self.comm_stream is not None:
-            main = torch.cuda.current_stream(self.device)
-            self.comm_stream.wait_stream(main)
-            with timer.span("gemm", main):
-                self._launch_gemm(self.main, with_comm=False)
-            with timer.span("comm", self.comm_stream), torch.cuda.stream(self.comm_stream):
-                if is_ar:
+        cfg, main = self.cfg, self.main
+        is_ar = cfg.algorithm == "all_reduce"
+        mode = cfg.mode
+        join = self.join
+        if mode == "two_streams":
+            claim = self._claims_for(self.comm_grid + (main.gemm_programs if join else 0))
+            if self.comm_stream is not None:
+                stream = torch.cuda.current_stream(self.device)
+                self.comm_stream.wait_stream(stream)
+                with timer.span("gemm", stream):
+                    self._launch_gemm(main, join=join, claim_base=claim if join else None)
+                with timer.span("comm", self.comm_stream), torch.cuda.stream(self.comm_stream):
+                    if is_ar:
+                        self._zero_and_signal()
+                    self._launch_comm(self.comm_grid, claim)
+                stream.wait_stream(self.comm_stream)
+                return
+            # No GPU: one kernel after the other (the interpreter has no streams).
+            if is_ar:
+                with timer.span("zero"):
                     self._zero_and_signal()
-                self._launch_comm(self.comm_grid)
-            main.wait_stream(self.comm_stream)
+            with timer.span("gemm"):
+                self._launch_gemm(main)
+            with timer.span("comm"):
+                self._launch_comm(self.comm_grid, claim)
             return
         if is_ar:
             with timer.span("zero"):
                 self._zero_and_signal()
-        if mode in ("bulk_sync", "two_streams"):  # two_streams without a GPU: one after the other
+        if mode == "bulk_sync":
             with timer.span("gemm"):
-                self._launch_gemm(self.main, with_comm=False)
+                self._launch_gemm(main)
             with timer.span("comm"):
                 self._launch_comm(self.comm_grid)
-        else:
+        elif mode == "fused":
+            claim = self._claims_for(main.comm_programs + (main.gemm_programs if join else 0))
             with timer.span("fused"):
-                self._launch_gemm(self.main, with_comm=True)
+                self._launch_gemm(main, comm_programs=main.comm_programs, join=join, claim_base=claim)
+        else:  # fused_sequential
+            with timer.span("fused"):
+                if cfg.algorithm != "one_shot":
+                    self._launch_gemm(main)  # the epilogue pushes every tile
+                elif not INTERPRETED:
+                    self._launch_gemm(main, join=True, claim_base=self._claims_for(main.gemm_programs))
+                else:
+                    # The interpreter runs programs one after another: a program would wait forever for a
+                    # tile of a later one, so there the reduce phase is a second launch over as many programs.
+                    self._launch_gemm(main)
+                    self._launch_comm(main.gemm_programs, self._claims_for(main.gemm_programs))
 
     # ---- components of the overlap bound ---------------------------------------------------------
 
@@ -260,7 +295,7 @@ class OverlapRun:
         """The GEMM on --gemm_sms programs with nothing else running."""
         self.epoch += 1
         with timer.span("gemm_alone"):
-            self._launch_gemm(self.alone, with_comm=False)
+            self._launch_gemm(self.alone)
 
     def comm_alone(self, timer: StepTimer) -> None:
         """Communication on the other programs, every tile already ready (same epoch as the last GEMM);
