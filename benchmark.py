@@ -76,6 +76,7 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
 
     shmem.reset_allocator()
     runner = OverlapRun(cfg, shmem)
+    runner.prepare()
     W = shmem.get_num_ranks()
     if cfg.cpu_small_default:
         say(boot, f"note: no GPU, so this runs on the CPU backend in Triton's interpreter at a small default shape "
@@ -183,6 +184,7 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
                 output_file: str | None) -> dict[str, str]:
     """One more iteration with per-tile timestamps; rank 0 writes the timeline and the Perfetto trace."""
     runner.tracing = True
+    runner.prepare()
     shmem.barrier()
     runner.step()
     sync()

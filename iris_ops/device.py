@@ -295,8 +295,9 @@ def read_timer(clock_ptr, KIND: tl.constexpr):
 def spin_budget(timeout_s: float) -> int:
     """Polls a `wait` may make so that it gives up no sooner than timeout_s on this device.
 
-    A poll costs at least ~50 ns on a GPU (an L2 hit; a remote poll ~1 us, so remote waits give up
-    later) and at least ~0.5 ms in the interpreter (0.75-1.2 ms measured on a 2-core machine).
+    A poll costs at least ~0.2 us on a GPU (an acquire load that reaches L2; a remote poll ~1 us, so
+    remote waits give up up to ~5x later; the flag round trip measured 3 us on 2 x H200) and at
+    least ~0.5 ms in the interpreter (0.75-1.2 ms measured on a 2-core machine).
     """
-    per_poll_s = 5e-4 if ARCH == 0 else 5e-8
+    per_poll_s = 5e-4 if ARCH == 0 else 2e-7
     return int(min(2**31 - 1, max(1.0, timeout_s / per_poll_s)))
