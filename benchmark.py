@@ -34,7 +34,7 @@ import torch
 from harness import runlog
 from harness.config import BenchConfig, ConfigError, DeviceFacts, expand_sweep, output_path, parse_config
 from harness.timing import METHOD as TIMING_METHOD
-from harness.timing import time_iterations
+from harness.timing import queue_ahead, time_iterations
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
 
@@ -185,7 +185,10 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
     """One more iteration with per-tile timestamps; rank 0 writes the timeline and the Perfetto trace."""
     runner.tracing = True
     runner.prepare()
+    sync()
     shmem.barrier()
+    if runner.on_gpu:
+        queue_ahead()  # as in the timed iterations: the traced step's launches are queued before it runs
     runner.step()
     sync()
     runner.tracing = False
