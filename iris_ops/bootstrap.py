@@ -102,13 +102,22 @@ class _Mpi(Bootstrap):
         sys.excepthook = abort_on_uncaught
 
     def _wait(self, req: Any, what: str, timeout_s: float | None) -> Any:
-        deadline = time.monotonic() + (DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
+        """Poll a non-blocking MPI request until done or the deadline. The first 20 ms poll without
+        sleeping (only yielding the CPU), so ranks leave a barrier within microseconds of each other:
+        a rank that slept through the release would start its next timed iteration late, and its
+        peers would wait for it. After that, sleeps back off to 1 ms."""
+        start = time.monotonic()
+        deadline = start + (DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
         sleep = 1e-5
         while True:
             done, result = req.test()
             if done:
                 return result
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now - start < 0.02:
+                time.sleep(0)
+                continue
+            if now > deadline:
                 raise TimeoutError(
                     f"rank {self.rank}: {what} did not complete within {timeout_s or DEFAULT_TIMEOUT_S:.0f} s: "
                     "another rank died or never arrived (IRIS_OPS_TIMEOUT_S sets the limit)"

@@ -13,7 +13,12 @@ OUT="${OUT:-$(pwd)/out}"
 WORK="${WORK:-/tmp/streamk_pgas_work}"
 mkdir -p "$WORK" "$OUT"
 export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-export STREAMK_PGAS_COMMIT="${STREAMK_PGAS_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+# The device tool copies the tree without .git: pass the commit in (STREAMK_PGAS_COMMIT=$(git rev-parse HEAD)
+# in the command you send), or write it to .commit before the run; the logs record it.
+if [ -z "${STREAMK_PGAS_COMMIT:-}" ]; then
+  STREAMK_PGAS_COMMIT="$(git rev-parse --verify -q HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)"
+fi
+export STREAMK_PGAS_COMMIT
 MPI=(mpirun --allow-run-as-root -np "${NP:-2}" --bind-to none)
 T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$WORK/steps.txt"; }

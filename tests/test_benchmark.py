@@ -29,32 +29,33 @@ SMALL = ["-m", "80", "-n", "96", "-k", "64", "--BLK_M", "32", "--BLK_N", "32", "
 
 
 @pytest.mark.parametrize("nprocs", [2, 4])
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_algorithm_mode_validates(algorithm: str, mode: str, nprocs: int, tmp_path: Path) -> None:
+def test_every_mode_validates(algorithm: str, nprocs: int, tmp_path: Path) -> None:
+    """All four modes of one algorithm in one launch (benchmark.py runs every combination of a list)."""
     skip_unless_ranks(nprocs)
-    log = tmp_path / "run.json"
-    result = run_mpi(nprocs, BENCH, "--algorithm", algorithm, "--mode", mode, *SMALL, "--validate",
-                     "--validate_iters", "2", "--output_file", str(log), timeout=400)
-    assert "validation passed on every rank (2 iteration(s))" in result.stdout, result.stdout
-    record = json.loads(log.read_text())
-    assert check_record(record) == []
-    assert record["validation"]["passed"] is True
-    assert len(record["validation"]["ranks"]) == nprocs
-    for rank in record["validation"]["ranks"]:
-        assert rank["global"]["rel_err"] < rank["global"]["tolerance"]
+    result = run_mpi(nprocs, BENCH, "--algorithm", algorithm, "--mode", ",".join(MODES), *SMALL, "--validate",
+                     "--validate_iters", "2", "--output_file", str(tmp_path / "run_{mode}.json"), timeout=600)
+    assert result.stdout.count("validation passed on every rank (2 iteration(s))") == len(MODES), result.stdout
+    for mode in MODES:
+        record = json.loads((tmp_path / f"run_{mode}.json").read_text())
+        assert check_record(record) == []
+        assert (record["algorithm"], record["mode"]) == (algorithm, mode)
+        assert record["validation"]["passed"] is True
+        assert len(record["validation"]["ranks"]) == nprocs
+        for rank in record["validation"]["ranks"]:
+            assert rank["global"]["rel_err"] < rank["global"]["tolerance"]
+            assert rank["partial"]["passed"] is True
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_200_back_to_back_iterations_stay_correct(algorithm: str) -> None:
+def test_200_back_to_back_iterations_stay_correct() -> None:
     """Outputs are poisoned before every iteration, so a tile consumed on a stale flag shows as wrong."""
     args = ["-m", "32", "-n", "64", "-k", "32", "--BLK_M", "16", "--BLK_N", "16", "--BLK_K", "16",
             "--COMMUNICATION_TILE_M", "16", "--COMMUNICATION_TILE_N", "16", "--total_sms", "4", "--gemm_sms", "3",
             "--num_stages", "1", "--num_warps", "1"]
-    result = run_mpi(2, BENCH, "--algorithm", algorithm, "--mode", "fused", *args, "--validate",
-                     "--validate_iters", "200", timeout=900)
-    assert "validation passed on every rank (200 iteration(s))" in result.stdout, result.stdout
+    result = run_mpi(2, BENCH, "--algorithm", ",".join(ALGORITHMS), "--mode", "fused", *args, "--validate",
+                     "--validate_iters", "200", timeout=1200)
+    assert result.stdout.count("validation passed on every rank (200 iteration(s))") == len(ALGORITHMS), result.stdout
 
 
 def test_benchmark_log_and_trace(tmp_path: Path) -> None:
