@@ -86,6 +86,9 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
               f"({cfg.BLK_M}x{cfg.BLK_N}x{cfg.BLK_K}), backend {shmem.backend_name}")
     if cfg.debug:
         print(f"[rank {boot.rank}] {runner.info()}", flush=True)
+    if not runner.on_gpu and cfg.algorithm == "all_reduce" and cfg.datatype == "fp16" and W > 1:
+        say(boot, "note: Triton's CPU interpreter adds fp16 under a lock of its own process, so atomic adds from "
+                  "several ranks can lose updates here; use --datatype fp32 on the CPU")
 
     def sync() -> None:
         if runner.on_gpu:

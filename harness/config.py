@@ -337,5 +337,8 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
         raise ConfigError("--BLK_M/--BLK_N/--BLK_K/--num_stages",
                           f"tiles need ~{smem} B of shared memory per program, the device has "
                           f"{device.shared_mem_per_program} B: use smaller blocks or fewer stages")
+    if device.backend == "cpu" and cfg.algorithm == "all_reduce" and cfg.datatype == "bf16":
+        raise ConfigError("--datatype", "all_reduce adds bf16 tiles atomically, which Triton's CPU interpreter "
+                          "cannot do: use fp32 or fp16 on the CPU (bf16 runs on GPUs)")
     if cfg.heap_size < 1 << 20:
         raise ConfigError("--heap_size", f"must be at least 1 MiB, got {cfg.heap_size}")

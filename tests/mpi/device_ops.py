@@ -616,6 +616,9 @@ def case_record_error(ctx: Ctx, dt: str) -> list[str]:
 
 def run_case(ctx: Ctx, case: str) -> dict[str, Any]:
     op, dt = case.rsplit("-", 1)
+    if INTERPRET and case == "atomic_add_concurrent-fp16":
+        return {"status": "skip", "errors": [],
+                "reason": f"Triton's CPU interpreter: {INTERPRETER_GAPS[case]} (the GPU run covers it)"}
     try:
         if op == "get_argument_order":
             errors = case_get_argument_order(ctx, dt)
