@@ -197,3 +197,22 @@ def write_traces(per_rank: list[dict[str, Any]], stem: str | Path) -> tuple[Path
     timeline = build_timeline(per_rank)
     return (write_timeline_json(timeline, stem.with_name(stem.name + ".timeline.json")),
             write_chrome_trace(timeline, stem.with_name(stem.name + ".perfetto.json")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m harness.trace TIMELINE.json [...]: write the Perfetto trace beside each timeline."""
+    import sys
+
+    paths = sys.argv[1:] if argv is None else argv
+    if not paths:
+        print("usage: python -m harness.trace TIMELINE.json [...]", file=sys.stderr)
+        return 2
+    for p in paths:
+        src = Path(p)
+        out = src.with_name(src.name.replace(".timeline.json", "") + ".perfetto.json")
+        print(write_chrome_trace(read_timeline(src), out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
