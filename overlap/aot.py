@@ -22,7 +22,7 @@ from iris_ops.all_reduce import all_reduce_push_epilogue, all_reduce_tile
 from iris_ops.all_scatter import all_scatter_push_epilogue, all_scatter_tile
 from iris_ops.one_shot import one_shot_publish_epilogue, one_shot_tile
 from overlap.kernels import comm_kernel, overlap_kernel
-from stream_k.aot import resource_usage_of_cubin, spills_of_ptx
+from stream_k.aot import compile_for_target
 from stream_k.configs import default_config
 from stream_k.kernel import store_and_signal
 
@@ -39,33 +39,6 @@ def _epilogue(algorithm: str, mode: str) -> Any:
     if mode == "fused_sequential":
         return all_scatter_push_epilogue if algorithm == "all_scatter" else all_reduce_push_epilogue
     return store_and_signal
-
-
-def compile_fn(fn: Any, ptr_types: dict[str, str], constexprs: dict[str, Any], arch: int,
-               num_warps: int, num_stages: int) -> dict[str, Any]:
-    """Compile a @triton.jit kernel for sm_<arch> with the given pointer types and constexprs."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    signature: dict[str, str] = {}
-    attrs: dict[tuple[int], list[list[Any]]] = {}
-    for i, name in enumerate(fn.arg_names):
-        if name in constexprs:
-            signature[name] = "constexpr"
-        elif name in ptr_types:
-            signature[name] = ptr_types[name]
-            attrs[(i,)] = [["tt.divisibility", 16]]
-        else:
-            signature[name] = "i32"
-            if name not in _RUNTIME_INTS:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32),
-                              options={"num_warps": num_warps, "num_stages": num_stages})
-    usage = resource_usage_of_cubin(compiled.asm["cubin"])
-    usage.update(spills_of_ptx(compiled.asm["ptx"], arch))
-    usage["shared"] = compiled.metadata.shared
-    return usage
 
 
 def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: bool, tma: bool = False,
@@ -105,11 +78,11 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
         gemm_ptrs["GEMM_TRACE"] = "*i64"
     else:
         gemm_const["GEMM_TRACE"] = None
-    out["overlap_kernel"] = compile_fn(overlap_kernel, {**gemm_ptrs, **comm_ptrs}, {**gemm_const, **comm_const},
-                                       arch, cfg.num_warps, cfg.num_stages)
+    out["overlap_kernel"] = compile_for_target(overlap_kernel, {**gemm_ptrs, **comm_ptrs}, {**gemm_const, **comm_const},
+                                               _RUNTIME_INTS, arch, cfg.num_warps, cfg.num_stages)
     if mode in ("bulk_sync", "two_streams"):
         c = dict(comm_const, COMM_WAITS_ZEROED=is_ar)
-        out["comm_kernel"] = compile_fn(comm_kernel, comm_ptrs, c, arch, 8, 1)
+        out["comm_kernel"] = compile_for_target(comm_kernel, comm_ptrs, c, _RUNTIME_INTS, arch, 8, 1)
     return out
 
 

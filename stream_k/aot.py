@@ -39,9 +39,6 @@ def _tool(name: str) -> str:
 def compile_kernel(dtype_name: str, cfg: KernelConfig, arch: int = 90, trace: bool = False,
                    even_k: bool = True) -> dict[str, Any]:
     """Compile streamk_gemm_kernel for sm_<arch>; return registers, spills, shared bytes and the compiled kernel."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     device._ARCH = tl.constexpr(1)  # compile the NVIDIA paths (acquire loads) though no GPU is present
     fn = streamk_gemm_kernel
     ptr_args = {"A": _PTR[dtype_name], "B": _PTR[dtype_name], "C": _OUT[dtype_name],
@@ -63,26 +60,37 @@ def compile_kernel(dtype_name: str, cfg: KernelConfig, arch: int = 90, trace: bo
         ptr_args.update({"TILE_FLAGS": "*i32", "GEMM_TRACE": "*i64", "heap_bases": "*i64"})
     else:
         constexprs.update({"TILE_FLAGS": None, "GEMM_TRACE": None, "heap_bases": None})
+    usage = compile_for_target(fn, ptr_args, constexprs, _NOT_SPECIALISED, arch, cfg.num_warps, cfg.num_stages)
+    usage["wgmma"] = "wgmma" in usage["compiled"].asm.get("ptx", "")
+    return usage
+
+
+def compile_for_target(fn: Any, ptr_types: dict[str, str], constexprs: dict[str, Any], runtime_ints: set[str],
+                       arch: int, num_warps: int, num_stages: int) -> dict[str, Any]:
+    """Compile a @triton.jit kernel for sm_<arch> as Triton's JIT would specialise it for large aligned
+    arguments (pointers and ints divisible by 16, except `runtime_ints`); registers, spills, shared bytes."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
     signature: dict[str, str] = {}
     attrs: dict[tuple[int], list[list[Any]]] = {}
     for i, name in enumerate(fn.arg_names):
         if name in constexprs:
             signature[name] = "constexpr"
-        elif name in ptr_args:
-            signature[name] = ptr_args[name]
-            if ptr_args[name].startswith("*"):
+        elif name in ptr_types:
+            signature[name] = ptr_types[name]
+            if ptr_types[name].startswith("*"):
                 attrs[(i,)] = [["tt.divisibility", 16]]
         else:
             signature[name] = "i32"
-            if name not in _NOT_SPECIALISED:
+            if name not in runtime_ints:
                 attrs[(i,)] = [["tt.divisibility", 16]]
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32),
-                              options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+                              options={"num_warps": num_warps, "num_stages": num_stages})
     usage = resource_usage_of_cubin(compiled.asm["cubin"])
     usage.update(spills_of_ptx(compiled.asm["ptx"], arch))
     usage["shared"] = compiled.metadata.shared
-    usage["wgmma"] = "wgmma" in compiled.asm.get("ptx", "")
     usage["compiled"] = compiled
     return usage
 
