@@ -12,7 +12,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.checks import ConfigError
 from harness.dtypes import DATATYPES
+
+__all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
 ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
 MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential")
@@ -36,14 +39,6 @@ GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "BLK_M": 128, "BLK_N": 256, "BL
 # SMs left to communication by default on a GPU: enough to keep the links busy (DESIGN.md: remote
 # reads reach ~140 GB/s with 16 programs, ~250 GB/s with 32; remote stores need fewer).
 DEFAULT_COMM_SMS = {"all_reduce": 16, "all_scatter": 8, "one_shot": 12}
-
-
-class ConfigError(ValueError):
-    """A flag with a bad value: `flag` names it, the message says what is valid."""
-
-    def __init__(self, flag: str, message: str) -> None:
-        super().__init__(f"{flag}: {message}")
-        self.flag = flag
 
 
 @dataclass

@@ -24,8 +24,11 @@ def output_dtype(name: str) -> torch.dtype:
 
 
 def random_inputs(shape: tuple[int, ...], name: str, generator: torch.Generator, device: torch.device | str):
-    """Random data (never zeros): int8 in [-8, 8), floats ~ N(0, 1) scaled so products stay moderate."""
+    """Random data (never zeros): int8 in [-8, 8), floats ~ N(0, 1). Drawn where the generator lives (a
+    device generator draws large inputs on the GPU), then moved to `device`."""
     dtype = torch_dtype(name)
     if dtype == torch.int8:
-        return torch.randint(-8, 8, shape, generator=generator, dtype=torch.int8).to(device)
-    return torch.randn(shape, generator=generator, dtype=torch.float32).to(device=device, dtype=dtype)
+        t = torch.randint(-8, 8, shape, generator=generator, dtype=torch.int8, device=generator.device)
+    else:
+        t = torch.randn(shape, generator=generator, dtype=torch.float32, device=generator.device).to(dtype)
+    return t.to(device)

@@ -12,9 +12,8 @@ from typing import Any
 
 import torch
 
+from harness.checks import TOLERANCE
 from iris_ops.tiles import tile_coords_host
-
-TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2, "fp32": 1e-4, "int8": 0.0}
 
 
 def reference_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

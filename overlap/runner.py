@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from harness.config import BenchConfig
-from harness.dtypes import output_dtype, torch_dtype
+from harness.dtypes import output_dtype, random_inputs, torch_dtype
 from harness.timing import StepTimer
 from harness.validate import compare_tiles, reference_product
 from iris_ops import Iris, decode_error
@@ -85,8 +85,8 @@ class OverlapRun:
 
         # Inputs: the same global A and B on every rank (same seed), each rank keeps its shard.
         gen = torch.Generator(device=self.device).manual_seed(cfg.seed)
-        self.a_full = _random((M, K), cfg.datatype, gen, self.device)
-        self.b_full = _random((K, N), cfg.datatype, gen, self.device)
+        self.a_full = random_inputs((M, K), cfg.datatype, gen, self.device)
+        self.b_full = random_inputs((K, N), cfg.datatype, gen, self.device)
         if cfg.algorithm == "all_scatter":
             self.a = self.a_full
             self.b = self.b_full[:, r * self.local_n:(r + 1) * self.local_n].contiguous()
@@ -393,10 +393,3 @@ class OverlapRun:
                 "unused_options": g.unused_options, "tiles": self.tiles, "gemm_programs": self.main.gemm_programs,
                 "comm_programs": self.main.comm_programs or self.comm_grid, "timer_kind": g.timer_kind}
 
-
-def _random(shape: tuple[int, int], datatype: str, gen: torch.Generator, device: torch.device) -> torch.Tensor:
-    """Random inputs drawn on the device from a seeded generator (never zeros)."""
-    dtype = torch_dtype(datatype)
-    if dtype == torch.int8:
-        return torch.randint(-8, 8, shape, generator=gen, device=device, dtype=torch.int8)
-    return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.checks import ConfigError
+
 DATATYPES = ("fp16", "bf16", "fp32", "int8")  # harness.dtypes.DATATYPES, without importing torch
 
 # Variant key -> what it runs. Every variant writes one record.
@@ -53,19 +55,6 @@ SPLIT_DIMS: dict[str, tuple[str, ...]] = {
 }
 
 GATHER_LAYOUTS = ("row_major", "rank_blocked")
-
-# Relative Frobenius error ||C - C64|| / ||C64|| allowed, by input datatype (int8 accumulates
-# exactly in int32, so it must match exactly).
-TOLERANCE = {"bf16": 2e-2, "fp16": 2e-2, "fp32": 1e-4, "int8": 0.0}
-
-
-class ConfigError(ValueError):
-    """A flag with a bad value: `flag` names it, the message says what is valid."""
-
-    def __init__(self, flag: str, message: str) -> None:
-        super().__init__(f"{flag}: {message}")
-        self.flag = flag
-
 
 @dataclass
 class RefConfig:
