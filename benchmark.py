@@ -34,7 +34,7 @@ import torch
 from harness import runlog
 from harness.config import BenchConfig, ConfigError, DeviceFacts, expand_sweep, output_path, parse_config
 from harness.timing import METHOD as TIMING_METHOD
-from harness.timing import queue_ahead, time_iterations
+from harness.timing import queue_ahead, start_skew_us, time_iterations
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
 
@@ -72,10 +72,12 @@ def say(boot: Bootstrap, *msg: Any) -> None:
 
 
 def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) -> int:
+    from iris_ops.device_barrier import DeviceBarrier
     from overlap.runner import OverlapRun
 
     shmem.reset_allocator()
     runner = OverlapRun(cfg, shmem)
+    start_barrier = DeviceBarrier(shmem, cfg.timeout_s, max_stamps=cfg.warmup + cfg.iters)
     runner.prepare()
     W = shmem.get_num_ranks()
     if cfg.cpu_small_default:
@@ -129,25 +131,36 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
     flops_per_rank = 2 * cfg.m * runner.local_n * runner.local_k
     if cfg.benchmark:
         barrier = shmem.barrier
-        e2e, kernels = time_iterations(runner.step, iters=cfg.iters, warmup=cfg.warmup, barrier=barrier,
-                                       use_events=runner.on_gpu, allgather=shmem.allgather)
+
+        def start_sync(it: int) -> None:  # device-side barrier (or, with --start_sync host, only a stamp)
+            start_barrier(slot=it, wait=cfg.start_sync == "device")
+
+        timed = {"iters": cfg.iters, "warmup": cfg.warmup, "barrier": barrier, "use_events": runner.on_gpu,
+                 "allgather": shmem.allgather, "start_sync": start_sync}
+        e2e, kernels = time_iterations(runner.step, **timed)
         runner.check_errors()
+        start_barrier.check()
+        stamps = shmem.allgather(start_barrier.stamps[:cfg.warmup + cfg.iters].tolist())
         timing = runlog.timing_section(e2e, kernels, flops_per_rank, cfg.iters, cfg.warmup)
         timing["method"] = TIMING_METHOD
+        timing["start_sync"] = cfg.start_sync
+        timing["start_skew_us"] = start_skew_us(stamps, shmem.wall_clock_rate(), first=cfg.warmup)
         if cfg.mode in ("two_streams", "fused"):
-            _, g_alone = time_iterations(runner.gemm_alone, iters=cfg.iters, warmup=cfg.warmup, barrier=barrier,
-                                         use_events=runner.on_gpu, allgather=shmem.allgather)
-            _, c_alone = time_iterations(runner.comm_alone, iters=cfg.iters, warmup=cfg.warmup, barrier=barrier,
-                                         use_events=runner.on_gpu, allgather=shmem.allgather)
+            _, g_alone = time_iterations(runner.gemm_alone, **timed)
+            _, c_alone = time_iterations(runner.comm_alone, **timed)
             runner.check_errors()
+            start_barrier.check()
             gm = runlog.summarize_ms(g_alone["gemm_alone"])["median"]
             cm = runlog.summarize_ms(c_alone["comm_alone"])["median"]
             bound = max(gm, cm)
             components = {"gemm_alone_ms": gm, "comm_alone_ms": cm, "overlap_bound_ms": bound,
                           "e2e_over_bound": timing["e2e_ms"] / bound if bound > 0 else None}
+        skew = timing["start_skew_us"]
         say(boot, f"e2e median {timing['e2e_ms']:.4f} ms over {cfg.iters} iterations "
                   f"({timing['tflops'] or 0:.1f} TFLOP/s per GPU); kernels "
-                  + ", ".join(f"{k} {v:.4f} ms" for k, v in timing["kernels_ms"].items()))
+                  + ", ".join(f"{k} {v:.4f} ms" for k, v in timing["kernels_ms"].items())
+                  + (f"; ranks started {skew['median']:.1f} us apart (median, start_sync {cfg.start_sync})"
+                     if skew else ""))
         if components:
             say(boot, f"overlap bound: GEMM alone on {cfg.gemm_sms} SMs {components['gemm_alone_ms']:.4f} ms, "
                       f"communication alone on {cfg.comm_sms} SMs {components['comm_alone_ms']:.4f} ms; "
@@ -162,7 +175,7 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
 
     trace_files: dict[str, str] = {}
     if cfg.trace_tiles:
-        trace_files = write_trace(cfg, boot, shmem, runner, sync, output_file)
+        trace_files = write_trace(cfg, boot, shmem, runner, sync, output_file, start_barrier)
 
     if boot.rank == 0 and output_file:
         from harness.runlog import new_record, problem_sizes, write_record
@@ -184,7 +197,7 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
 
 
 def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync: Any,
-                output_file: str | None) -> dict[str, str]:
+                output_file: str | None, start_barrier: Any) -> dict[str, str]:
     """One more iteration with per-tile timestamps; rank 0 writes the timeline and the Perfetto trace."""
     runner.tracing = True
     runner.prepare()
@@ -192,6 +205,8 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
     shmem.barrier()
     if runner.on_gpu:
         queue_ahead()  # as in the timed iterations: the traced step's launches are queued before it runs
+    if cfg.start_sync == "device":
+        start_barrier()
     runner.step()
     sync()
     runner.tracing = False

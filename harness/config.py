@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.checks import ConfigError
 from harness.dtypes import DATATYPES
+from harness.timing import START_SYNCS
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
@@ -89,6 +90,7 @@ class BenchConfig:
     schedule: str = "hybrid"
     tma: str = "auto"
     gemm_joins_comm: bool = True
+    start_sync: str = "device"
     use_tma: bool = False  # resolved from `tma` and the device
     # Filled in by parse_config: which values came from device defaults rather than the command line.
     defaulted: list[str] = field(default_factory=list)
@@ -149,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
       help="with --validate: iterations validated one after another, outputs poisoned before each "
       "(a stale tile flag then shows as a wrong tile)")
     a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
+    a("--start_sync", default="device",
+      help="how timed iterations start together: device (a device-side barrier of all ranks' streams right "
+      "before the start event) or host (a host barrier only; the devices then start up to tens of us apart)")
     a("--trace_tiles", action="store_true",
       help="record per-tile timestamps; writes a timeline JSON and a Perfetto trace")
     a("--output_file", default=None, help="JSON log path (rank 0 writes it)")
@@ -166,7 +171,7 @@ def _kernel_defaults(datatype: str, on_cpu: bool) -> dict[str, int]:
             "num_warps": k.num_warps, "COMMUNICATION_TILE_M": k.BLK_M, "COMMUNICATION_TILE_N": k.BLK_N}
 
 
-SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N")
+SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N", "--start_sync")
 
 
 def expand_sweep(argv: list[str]) -> list[list[str]]:
@@ -204,7 +209,8 @@ def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | 
     if not dot or "/" in suffix:
         stem, suffix = template, "json"
     tile = f"{cfg.COMMUNICATION_TILE_M}x{cfg.COMMUNICATION_TILE_N}"
-    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}.{suffix}"
+    sync = "" if cfg.start_sync == "device" else f"_{cfg.start_sync}sync"
+    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{sync}.{suffix}"
 
 
 def _pow2(x: int) -> bool:
@@ -315,6 +321,8 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
         raise ConfigError("--iters", f"must be >= 1, got {cfg.iters}")
     if cfg.warmup < 0:
         raise ConfigError("--warmup", f"must be >= 0, got {cfg.warmup}")
+    if cfg.start_sync not in START_SYNCS:
+        raise ConfigError("--start_sync", f"must be one of {', '.join(START_SYNCS)}, got {cfg.start_sync!r}")
     if cfg.timeout_s <= 0:
         raise ConfigError("--timeout_s", f"must be > 0, got {cfg.timeout_s}")
     # SM split. All programs of a launch must be resident at once (they wait on each other), so a

@@ -1,11 +1,14 @@
 """Synchronised, warmed-up, many-iteration timing shared by benchmark.py and reference/.
 
 Before every iteration (warm-up included) the device is drained and all ranks meet at a host
-barrier, so every rank starts the iteration together. On the GPU a short spin kernel is then
-queued ahead of the start event, so the step's launches are already queued when the clock starts:
-what is timed is the device's work, not the host's launch latency (as in a real program, whose
-launches run ahead of the device). End to end is timed with device events on the GPU (host clock
-on the CPU backend); kernels are timed with the event pairs the step records through
+barrier. On the GPU a short spin kernel is then queued ahead of the start event, so the step's
+launches are already queued when the clock starts: what is timed is the device's work, not the
+host's launch latency (as in a real program, whose launches run ahead of the device). A host
+barrier can leave the ranks' devices starting many microseconds apart (however the processes
+happen to wake), so `start_sync` can queue a device-side barrier between the spin and the start
+event (benchmark.py: a heap-flag barrier kernel; reference/: a one-element NCCL all-reduce): every
+rank's clock then starts within a few microseconds of the others'. End to end is timed with device
+events on the GPU (host clock on the CPU backend); kernels are timed with the event pairs the step records through
 `StepTimer.span`. Per iteration the slowest rank's time is kept, since a distributed step is done
 only when its last rank is. benchmark.py and reference/ both time through here.
 """
@@ -21,8 +24,10 @@ from typing import Any
 # to launch any step here, so no step waits on its own launches.
 QUEUE_AHEAD_CYCLES = 1_000_000
 METHOD = ("per iteration: device drained, host barrier of all ranks, a ~0.5 ms device spin queued ahead of the "
-          "start event (hides host launch latency), device events around the step; the slowest rank's time per "
-          "iteration; median over the timed iterations after warm-up")
+          "start event (hides host launch latency), then (start_sync 'device') a device-side barrier of all ranks' "
+          "streams, device events around the step; the slowest rank's time per iteration; median over the timed "
+          "iterations after warm-up")
+START_SYNCS = ("device", "host")
 
 
 class StepTimer:
@@ -72,10 +77,12 @@ def time_iterations(
     use_events: bool,
     allgather: Callable[[Any], list[Any]] | None = None,
     before_each: Callable[[], None] | None = None,
+    start_sync: Callable[[int], None] | None = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
     """Run `step` warmup + iters times; return per-iteration e2e ms and per-kernel ms (timed part only).
 
     `before_each` runs outside the timed region (e.g. resetting flags in a debug run).
+    `start_sync(i)` queues iteration i's device-side start barrier (after the spin, before the start event).
     With `allgather`, each iteration's time is the maximum over ranks.
     """
     sync = _device_sync if use_events else (lambda: None)
@@ -88,6 +95,8 @@ def time_iterations(
         barrier()
         if use_events:
             queue_ahead()
+        if start_sync is not None:
+            start_sync(it)
         timer = StepTimer(use_events)
         with timer.span("__e2e__"):
             step(timer)
@@ -120,3 +129,15 @@ def _device_sync() -> None:
     import torch
 
     torch.cuda.synchronize()
+
+
+def start_skew_us(stamps: list[list[int]], rate_khz: float, first: int = 0) -> dict[str, float] | None:
+    """Per iteration, how far apart the ranks' devices started (max - min of the stamps, in us);
+    median and max over iterations `first`.. . None for a logical clock (no time unit)."""
+    if rate_khz == 1 or not stamps or len(stamps) < 2:
+        return None
+    spans = [(max(col) - min(col)) * 1e3 / rate_khz for col in list(zip(*stamps))[first:]]
+    if not spans:
+        return None
+    spans.sort()
+    return {"median": spans[len(spans) // 2], "max": spans[-1], "count": len(spans)}

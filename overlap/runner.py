@@ -52,7 +52,7 @@ def heap_bytes_needed(cfg: BenchConfig, world_size: int) -> int:
     def up(x: int) -> int:
         return max(ALIGN, -(-x // ALIGN) * ALIGN)
 
-    total = up(mn) + up(tiles * 4) + up(64 * 4)
+    total = up(mn) + up(tiles * 4) + up(64 * 4) + up(world_size * 4)  # ..., zeroed words, DeviceBarrier flags
     if cfg.algorithm in ("all_reduce", "one_shot"):
         total += up(mn)
     return total

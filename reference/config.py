@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks import ConfigError
+from harness.timing import START_SYNCS
 
 DATATYPES = ("fp16", "bf16", "fp32", "int8")  # harness.dtypes.DATATYPES, without importing torch
 
@@ -72,6 +73,7 @@ class RefConfig:
     timeout_s: float = 300.0
     device: str = "auto"
     gather_layout: str = "row_major"
+    start_sync: str = "device"
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -154,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--gather_layout", default="row_major", choices=GATHER_LAYOUTS,
       help="all_gather: row_major ends with a contiguous M x N C (the gathered [W, M, N/W] blocks are "
       "transposed into it, timed as 'layout'); rank_blocked stops at the [W, M, N/W] buffer")
+    a("--start_sync", default="device", choices=START_SYNCS,
+      help="how timed iterations start together: device (a one-element all-reduce on the device group right "
+      "before the start event, so every rank's stream starts together) or host (a host barrier only)")
     return p
 
 

@@ -12,6 +12,7 @@ import traceback
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from harness.runlog import new_record, timing_section
 from harness.timing import METHOD as TIMING_METHOD
@@ -56,6 +57,17 @@ def _validation(variant: Variant, prepared: Prepared, world: World, cfg: RefConf
     }
 
 
+def _device_barrier(world: World) -> Any:
+    """A one-element all-reduce on the device group (NCCL / RCCL / gloo): the current stream moves on
+    only once every rank's stream has reached it, which lines up the ranks' start events."""
+    token = torch.zeros(1, dtype=torch.float32, device=world.device)
+
+    def start_sync(_it: int) -> None:
+        dist.all_reduce(token, group=world.group)
+
+    return start_sync
+
+
 def _skipped_timing(cfg: RefConfig) -> dict[str, Any]:
     return {"iters": cfg.iters, "warmup": cfg.warmup, "e2e_ms": None, "tflops": None, "kernels_ms": {}}
 
@@ -96,9 +108,11 @@ def run_variant(key: str, world: World, cfg: RefConfig) -> dict[str, Any]:
     e2e, kernels = time_iterations(
         prepared.step, iters=cfg.iters, warmup=cfg.warmup, barrier=world.barrier,
         use_events=world.device.type == "cuda", allgather=world.allgather,
+        start_sync=_device_barrier(world) if cfg.start_sync == "device" and w > 1 else None,
     )
     timing = timing_section(e2e, kernels, sizes["flops_per_rank"], cfg.iters, cfg.warmup)
     timing["method"] = TIMING_METHOD
+    timing["start_sync"] = cfg.start_sync
     validation = _validation(variant, prepared, world, cfg) if cfg.validate else {"enabled": False, "passed": None}
     extra.update(prepared.extra)
     record = new_record(**common, timing=timing, validation=validation, extra=extra)

@@ -7,7 +7,8 @@
 #   env_info; gemm_bench; overlap 8192x8192x8192; reference 8192x8192x8192; micro; gpu_tests; finish
 #
 # overlap takes its lists from the environment: ALGORITHMS, MODES, GEMM_SMS, CTM (comma-separated),
-# and extra benchmark.py flags from BENCH_ARGS; TAG names the log folder.
+# and extra benchmark.py flags from BENCH_ARGS; TAG names the log folder. reference takes extra flags from
+# REF_ARGS and its folder name from REF_TAG.
 set -uo pipefail
 OUT="${OUT:-$(pwd)/out}"
 WORK="${WORK:-/tmp/streamk_pgas_work}"
@@ -55,7 +56,8 @@ reference() {
   IFS=x read -r M N K <<< "$shape"
   stamp "reference $shape"
   timeout "${REF_TIMEOUT:-120}" "${MPI[@]}" python3 -m reference --collective all -m "$M" -n "$N" -k "$K" \
-    --datatype bf16 --iters "${ITERS:-30}" --warmup "${WARMUP:-10}" --validate --output_dir "$WORK/reference" \
+    --datatype bf16 --iters "${ITERS:-30}" --warmup "${WARMUP:-10}" --validate ${REF_ARGS:-} \
+    --output_dir "$WORK/${REF_TAG:-reference}" \
     2>&1 | tee -a "$WORK/reference.txt" | cut -c1-150 | tail -n 8
 }
 
