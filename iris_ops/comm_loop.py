@@ -2,14 +2,16 @@
 
 A communication program takes tiles in tile order (the order the GEMM finishes them in, roughly):
 statically (pid, pid + num_programs, ...) or, with a claim counter, dynamically, so that GEMM
-programs that have finished their own tiles can join in and share the tail. It waits with acquire loads until the
-tile's ready word reaches `ready_target` (the epoch, or world_size * epoch for counters that
-every rank bumps), then calls the algorithm's TILE_FN on it. A wait that times out records an
-error word and moves on, so a lost flag fails the run instead of hanging it.
+programs that have finished their own tiles can join in and share the tail. It waits with acquire
+loads until the tile's READY word reaches `ready_target` (the GEMM's epoch) on this rank and, with
+READY_ALL_RANKS (one_shot: the tile is read from every rank), on every peer too; then it calls the
+algorithm's TILE_FN on it. A wait that times out records an error word and moves on, so a lost flag
+fails the run instead of hanging it.
 
-TILE_FN(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-        heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
-moves the BLK_M x BLK_N tile (pid_m, pid_n) in sub-tiles of CTM x CTN.
+TILE_FN(pid_m, pid_n, tile_id, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+        AUX, aux_epoch, max_spins, ERRORS, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+moves the BLK_M x BLK_N tile (pid_m, pid_n) in sub-tiles of CTM x CTN. AUX / aux_epoch are the
+algorithm's own per-tile words and the value this launch writes to them (all_reduce's INIT words).
 """
 
 from __future__ import annotations
@@ -17,17 +19,19 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.device import read_timer, record_error, wait_local
+from iris_ops.device import ERR_PEER_READY, read_timer, record_error, wait, wait_local
 from iris_ops.tiles import tile_coords
+
+_ERR_PEER: tl.constexpr = tl.constexpr(ERR_PEER_READY)
 
 
 @triton.jit
 def _move_tile(
     tile_id, trace_pid,
     SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
+    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
     heap_bases, cur_rank, world_size,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_ALL_RANKS: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
 ):
@@ -37,11 +41,16 @@ def _move_tile(
     ok = wait_local(READY + tile_id, ready_target, max_spins, READY_SCOPE)
     if not ok:
         record_error(ERRORS, 2, tile_id)  # ERR_TILE_READY
+    if READY_ALL_RANKS:
+        for i in tl.static_range(1, world_size):
+            peer = (cur_rank + i) % world_size
+            if not wait(READY + tile_id, ready_target, cur_rank, peer, heap_bases, max_spins, "sys"):
+                record_error(ERRORS, _ERR_PEER.value, tile_id)
     if COMM_TRACE is not None:
         t_ready = read_timer(CLOCK, TIMER)
     pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
-    TILE_FN(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-            heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+    TILE_FN(pid_m, pid_n, tile_id, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+            AUX, aux_epoch, max_spins, ERRORS, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
     if COMM_TRACE is not None:
         t_done = read_timer(CLOCK, TIMER)
         row = COMM_TRACE + tile_id * 5
@@ -56,9 +65,9 @@ def _move_tile(
 def comm_program(
     pid, num_programs, trace_pid,
     SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
+    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
     heap_bases, cur_rank, world_size, CLAIM, claim_base,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_ALL_RANKS: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
 ):
@@ -70,14 +79,16 @@ def comm_program(
     if CLAIM is None:
         for tile_id in range(pid, n_tiles, num_programs):
             _move_tile(tile_id, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                       READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
-                       TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
+                       READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
+                       heap_bases, cur_rank, world_size,
+                       TILE_FN, READY_SCOPE, READY_ALL_RANKS, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
     else:
         tile_id = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
         while tile_id < n_tiles:
             _move_tile(tile_id, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                       READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
-                       TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
+                       READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
+                       heap_bases, cur_rank, world_size,
+                       TILE_FN, READY_SCOPE, READY_ALL_RANKS, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
             tile_id = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
 
 

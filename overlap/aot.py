@@ -29,7 +29,7 @@ from stream_k.kernel import store_and_signal
 _ELEM = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i8"}
 _OUT = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i32"}
 _RUNTIME_INTS = {"sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "cur_rank",
-                 "world_size", "ready_target", "gemm_programs", "comm_programs", "claim_base"}
+                 "world_size", "ready_target", "gemm_programs", "comm_programs", "claim_base", "aux_epoch"}
 TILE_FN = {"all_scatter": all_scatter_tile, "all_reduce": all_reduce_tile, "one_shot": one_shot_tile}
 
 
@@ -47,14 +47,18 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
     cfg = default_config(datatype, f"sm{arch}")
     e, o = _ELEM[datatype], _OUT[datatype]
     acc = "i32" if datatype == "int8" else "fp32"
-    comm_ptrs = {"SRC": f"*{o}", "DST": f"*{o}", "READY": "*i32", "ZEROED": "*i32", "heap_bases": "*i64",
+    comm_ptrs = {"SRC": f"*{o}", "DST": f"*{o}", "READY": "*i32", "heap_bases": "*i64",
                  "ERRORS": "*i32", "CLOCK": "*i64", "CLAIM": "*i32"}
     comm_const: dict[str, Any] = {
         "stride_sn": 1, "stride_dn": 1, "TILE_FN": TILE_FN[algorithm],
-        "READY_SCOPE": "sys" if algorithm == "one_shot" else "gpu",
+        "READY_SCOPE": "sys" if algorithm == "one_shot" else "gpu", "READY_ALL_RANKS": algorithm == "one_shot",
         "BLK_M": cfg.BLK_M, "BLK_N": cfg.BLK_N, "GSIZE_M": cfg.gsize_m, "CTM": cfg.BLK_M,
         "CTN": cfg.BLK_N, "TIMER": device.TIMER_GLOBALTIMER,
     }
+    if algorithm == "all_reduce":
+        comm_ptrs["AUX"] = "*i32"
+    else:
+        comm_const["AUX"] = None
     if trace:
         comm_ptrs["COMM_TRACE"] = "*i64"
     else:
@@ -72,17 +76,16 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
                   "INPUT_PRECISION": cfg.input_precision if datatype == "fp32" else None,
                   "NUM_XCDS": 1, "USE_TMA": tma,
                   "COMM_AFTER_GEMM": mode in ("fused", "two_streams") or (seq and algorithm == "one_shot"),
-                  "GEMM_WAITS_ZEROED": seq and is_ar,
-                  "COMM_WAITS_ZEROED": is_ar and mode in ("fused", "two_streams")}
+                  "GEMM_WAITS_ZEROED": seq and is_ar}
     if trace:
         gemm_ptrs["GEMM_TRACE"] = "*i64"
     else:
         gemm_const["GEMM_TRACE"] = None
-    out["overlap_kernel"] = compile_for_target(overlap_kernel, {**gemm_ptrs, **comm_ptrs}, {**gemm_const, **comm_const},
+    out["overlap_kernel"] = compile_for_target(overlap_kernel, {**gemm_ptrs, **comm_ptrs, "ZEROED": "*i32"},
+                                               {**gemm_const, **comm_const},
                                                _RUNTIME_INTS, arch, cfg.num_warps, cfg.num_stages)
     if mode in ("bulk_sync", "two_streams"):
-        c = dict(comm_const, COMM_WAITS_ZEROED=is_ar)
-        out["comm_kernel"] = compile_for_target(comm_kernel, comm_ptrs, c, _RUNTIME_INTS, arch, 8, 1)
+        out["comm_kernel"] = compile_for_target(comm_kernel, comm_ptrs, comm_const, _RUNTIME_INTS, arch, 8, 1)
     return out
 
 

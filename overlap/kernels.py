@@ -12,9 +12,11 @@ same counter (CLAIM) as the communication programs, so the last wave's tiles are
 programs instead of the few set aside (fused and two_streams on a GPU; fused_sequential one_shot,
 whose GEMM programs are the only ones). `comm_kernel` is communication alone.
 
-PEER_ZEROED: all_reduce adds into every rank's C, so C must be zeroed everywhere before anyone
-adds. Each rank zeroes its C, then `signal_zeroed` releases `zeroed[cur_rank] = epoch` on every
-rank; a program waits for every peer's word before its first remote add.
+ZEROED (fused_sequential all_reduce only): there the GEMM epilogue adds each tile into every rank's
+C, so C must be zeroed everywhere before anyone adds. Each rank zeroes its C, then `signal_zeroed`
+releases `zeroed[cur_rank] = epoch` on every rank; a GEMM program waits for every peer's word
+before its first remote add. The modes with communication programs need no zeroing: their
+all_reduce tile stores a rank's own contribution first (iris_ops/all_reduce.py).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS):
 
 
 _DNS = ["sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "ready_target",
-        "gemm_programs", "comm_programs", "claim_base"]
+        "gemm_programs", "comm_programs", "claim_base", "aux_epoch"]
 
 
 @triton.jit(do_not_specialize=_DNS)
@@ -49,13 +51,14 @@ def overlap_kernel(
     heap_bases, cur_rank, world_size: tl.constexpr,
     # communication (iris_ops.comm_loop.comm_program's arguments)
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, COMM_TRACE, ZEROED, CLAIM, claim_base,
+    READY, ready_target, COMM_TRACE, ZEROED, CLAIM, claim_base, AUX, aux_epoch,
     gemm_programs, comm_programs,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr,
-    COMM_AFTER_GEMM: tl.constexpr, GEMM_WAITS_ZEROED: tl.constexpr, COMM_WAITS_ZEROED: tl.constexpr,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_ALL_RANKS: tl.constexpr,
+    CTM: tl.constexpr, CTN: tl.constexpr,
+    COMM_AFTER_GEMM: tl.constexpr, GEMM_WAITS_ZEROED: tl.constexpr,
 ):
     pid = tl.program_id(0)
     if pid < gemm_programs:
@@ -72,45 +75,39 @@ def overlap_kernel(
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA,
         )
         if COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
-            if COMM_WAITS_ZEROED:
-                _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS)
             comm_program(
                 pid, gemm_programs, pid,
                 SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-                READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
+                READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
                 heap_bases, cur_rank, world_size, CLAIM, claim_base,
-                TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+                TILE_FN, READY_SCOPE, READY_ALL_RANKS, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
             )
     else:
-        if COMM_WAITS_ZEROED:
-            _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS)
         comm_program(
             pid - gemm_programs, comm_programs, pid,
             SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-            READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
+            READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
             heap_bases, cur_rank, world_size, CLAIM, claim_base,
-            TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+            TILE_FN, READY_SCOPE, READY_ALL_RANKS, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
         )
 
 
-@triton.jit(do_not_specialize=["epoch", "max_spins", "ready_target", "claim_base"])
+@triton.jit(do_not_specialize=["max_spins", "ready_target", "claim_base", "aux_epoch"])
 def comm_kernel(
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, ZEROED, epoch, CLAIM, claim_base,
+    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, CLAIM, claim_base, AUX, aux_epoch,
     heap_bases, cur_rank, world_size: tl.constexpr,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_ALL_RANKS: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
-    CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr, COMM_WAITS_ZEROED: tl.constexpr,
+    CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    if COMM_WAITS_ZEROED:
-        _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS)
     comm_program(
         pid, tl.num_programs(0), pid,
         SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-        READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
+        READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
         heap_bases, cur_rank, world_size, CLAIM, claim_base,
-        TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+        TILE_FN, READY_SCOPE, READY_ALL_RANKS, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
     )
 
 

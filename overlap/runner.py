@@ -12,8 +12,10 @@ program counts its mode uses, and then offers:
 
 Buffers per algorithm (H: on the heap, reached by peers):
     all_scatter  C [M, N] (H); the GEMM writes C[:, r*N/W:(r+1)*N/W]; tiles are copied to every peer's C.
-    all_reduce   partial [M, N]; C [M, N] (H), zeroed each iteration, tiles atomically added on every rank.
-    one_shot     partial [M, N] (H), read by every peer; C [M, N] (local result); ready counters (H).
+    all_reduce   partial [M, N]; C [M, N] (H): a tile's own contribution stored, the peers' added atomically
+                 once its INIT word (H) says the store is done (fused_sequential: C zeroed, every tile added).
+    one_shot     partial [M, N] (H), read by every peer; C [M, N] (local result); ready words (H), polled
+                 by the peers.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def heap_bytes_needed(cfg: BenchConfig, world_size: int) -> int:
     total = up(mn) + up(tiles * 4) + up(64 * 4) + up(world_size * 4)  # ..., zeroed words, DeviceBarrier flags
     if cfg.algorithm in ("all_reduce", "one_shot"):
         total += up(mn)
+    if cfg.algorithm == "all_reduce":
+        total += up(tiles * 4)  # INIT words
     return total
 
 
@@ -100,6 +104,8 @@ class OverlapRun:
         self.tiles = num_tiles(M, self.local_n, cfg.BLK_M, cfg.BLK_N)
         self.ready = shmem.zeros(self.tiles, dtype=torch.int32)
         self.zeroed = shmem.zeros(64, dtype=torch.int32)
+        self.init_flags = shmem.zeros(self.tiles, dtype=torch.int32) if cfg.algorithm == "all_reduce" else None
+        self.aux_epoch = 0  # what this launch's communication writes to the algorithm's own words (INIT)
         if cfg.algorithm == "all_scatter":
             self.gemm_out = self.c[:, r * self.local_n:(r + 1) * self.local_n]
         else:
@@ -178,10 +184,11 @@ class OverlapRun:
             "SRC": src, "DST": dst, "CM": cfg.m, "CN": self.local_n,
             "stride_sm": src.stride(0), "stride_sn": src.stride(1),
             "stride_dm": dst.stride(0), "stride_dn": dst.stride(1),
-            "READY": self.ready,
-            "ready_target": self.epoch * (self.world if alg == "one_shot" else 1),
-            "COMM_TRACE": self.comm_trace if self.tracing else None, "ZEROED": self.zeroed,
+            "READY": self.ready, "ready_target": self.epoch,
+            "COMM_TRACE": self.comm_trace if self.tracing else None,
+            "AUX": self.init_flags, "aux_epoch": self.aux_epoch,
             "TILE_FN": tile_fn, "READY_SCOPE": "sys" if alg == "one_shot" else "gpu",
+            "READY_ALL_RANKS": alg == "one_shot",
             "CTM": cfg.COMMUNICATION_TILE_M, "CTN": cfg.COMMUNICATION_TILE_N,
         }
 
@@ -206,11 +213,10 @@ class OverlapRun:
         is_ar = self.cfg.algorithm == "all_reduce"
         args.update(self._comm_args())
         args.update(
-            gemm_programs=launch.gemm_programs, comm_programs=comm_programs,
+            gemm_programs=launch.gemm_programs, comm_programs=comm_programs, ZEROED=self.zeroed,
             CLAIM=self.claims if claim_base is not None else None, claim_base=claim_base or 0,
             COMM_AFTER_GEMM=join,
             GEMM_WAITS_ZEROED=self.sequential and is_ar,
-            COMM_WAITS_ZEROED=is_ar and (comm_programs > 0 or join),
         )
         grid = (launch.gemm_programs + comm_programs,)
         k = overlap_kernel[grid](**args, **g.launch_options())
@@ -219,16 +225,15 @@ class OverlapRun:
     def _launch_comm(self, programs: int, claim_base: int | None = None) -> None:
         g = self.main.gemm
         args = self._comm_args()
-        args.update(max_spins=g.max_spins, ERRORS=self.errors, CLOCK=g.clock, epoch=self.epoch,
+        args.update(max_spins=g.max_spins, ERRORS=self.errors, CLOCK=g.clock,
                     heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank, world_size=self.world,
                     CLAIM=self.claims if claim_base is not None else None, claim_base=claim_base or 0,
-                    BLK_M=self.cfg.BLK_M, BLK_N=self.cfg.BLK_N, GSIZE_M=self.cfg.gsize_m, TIMER=g.timer_kind,
-                    COMM_WAITS_ZEROED=self.cfg.algorithm == "all_reduce")
+                    BLK_M=self.cfg.BLK_M, BLK_N=self.cfg.BLK_N, GSIZE_M=self.cfg.gsize_m, TIMER=g.timer_kind)
         k = comm_kernel[(programs,)](**args, num_warps=max(1, self.cfg.communication_block_size // 32))
         self._keep("comm_kernel", k)
 
     def _zero_and_signal(self) -> None:
-        """all_reduce: zero C, then tell every peer it may add into it."""
+        """fused_sequential all_reduce: zero C, then tell every peer it may add into it."""
         self.c.zero_()
         signal_zeroed[(1,)](self.zeroed, self.epoch, self.shmem.get_heap_bases(), self.rank, self.world)
 
@@ -239,9 +244,9 @@ class OverlapRun:
     def step(self, timer: StepTimer | None = None) -> None:
         """One iteration in the configured mode (kernels are launched, not waited for)."""
         self.epoch += 1
+        self.aux_epoch += 1
         timer = timer or StepTimer(use_events=False)
         cfg, main = self.cfg, self.main
-        is_ar = cfg.algorithm == "all_reduce"
         mode = cfg.mode
         join = self.join
         if mode == "two_streams":
@@ -253,21 +258,16 @@ class OverlapRun:
                 with timer.span("gemm", stream):
                     self._launch_gemm(main, join=join, claim_base=claim if join else None)
                 with timer.span("comm", self.comm_stream), torch.cuda.stream(self.comm_stream):
-                    if is_ar:
-                        self._zero_and_signal()
                     self._launch_comm(self.comm_grid, claim)
                 stream.wait_stream(self.comm_stream)
                 return
             # No GPU: one kernel after the other (the interpreter has no streams).
-            if is_ar:
-                with timer.span("zero"):
-                    self._zero_and_signal()
             with timer.span("gemm"):
                 self._launch_gemm(main)
             with timer.span("comm"):
                 self._launch_comm(self.comm_grid, claim)
             return
-        if is_ar:
+        if self.sequential and cfg.algorithm == "all_reduce":
             with timer.span("zero"):
                 self._zero_and_signal()
         if mode == "bulk_sync":
@@ -306,9 +306,8 @@ class OverlapRun:
         programs move every tile and the communication kernel finds none left (or moves all of them
         when GEMM programs do not join)."""
         self.epoch += 1
+        self.aux_epoch += 1
         claim = self._claims_for(self.comm_grid + (self.main.gemm_programs if self.join else 0))
-        if self.cfg.algorithm == "all_reduce":
-            self._zero_and_signal()
         self._launch_gemm(self.main, join=self.join, claim_base=claim if self.join else None)
         self._launch_comm(self.comm_grid, claim)
         torch.cuda.synchronize(self.device)
@@ -325,11 +324,9 @@ class OverlapRun:
             self._launch_gemm(self.alone)
 
     def comm_alone(self, timer: StepTimer) -> None:
-        """Communication on the other programs, every tile already ready (same epoch as the last GEMM);
-        all_reduce's zeroing of C belongs to the communication side, as in two_streams."""
+        """Communication on the other programs, every tile already ready (same epoch as the last GEMM)."""
+        self.aux_epoch += 1
         with timer.span("comm_alone"):
-            if self.cfg.algorithm == "all_reduce":
-                self._zero_and_signal()
             self._launch_comm(self.cfg.total_sms - self.cfg.gemm_sms)
 
     # ---- checks -----------------------------------------------------------------------------------
