@@ -34,7 +34,7 @@ import torch
 from harness import runlog
 from harness.config import BenchConfig, ConfigError, DeviceFacts, expand_sweep, output_path, parse_config
 from harness.timing import METHOD as TIMING_METHOD
-from harness.timing import queue_ahead, start_skew_us, time_iterations
+from harness.timing import queue_ahead, time_iterations
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
 
@@ -77,7 +77,7 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
 
     shmem.reset_allocator()
     runner = OverlapRun(cfg, shmem)
-    start_barrier = DeviceBarrier(shmem, cfg.timeout_s, max_stamps=cfg.warmup + cfg.iters)
+    start_barrier = DeviceBarrier(shmem, cfg.timeout_s, max_stamps=1)
     runner.prepare()
     W = shmem.get_num_ranks()
     if cfg.cpu_small_default:
@@ -132,19 +132,18 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
     if cfg.benchmark:
         barrier = shmem.barrier
 
-        def start_sync(it: int) -> None:  # device-side barrier (or, with --start_sync host, only a stamp)
-            start_barrier(slot=it, wait=cfg.start_sync == "device")
+        def start_sync(_it: int) -> None:  # the device-side barrier before each start event
+            if cfg.start_sync == "device":
+                start_barrier()
 
         timed = {"iters": cfg.iters, "warmup": cfg.warmup, "barrier": barrier, "use_events": runner.on_gpu,
                  "allgather": shmem.allgather, "start_sync": start_sync}
         e2e, kernels = time_iterations(runner.step, **timed)
         runner.check_errors()
         start_barrier.check()
-        stamps = shmem.allgather(start_barrier.stamps[:cfg.warmup + cfg.iters].tolist())
         timing = runlog.timing_section(e2e, kernels, flops_per_rank, cfg.iters, cfg.warmup)
         timing["method"] = TIMING_METHOD
         timing["start_sync"] = cfg.start_sync
-        timing["start_skew_us"] = start_skew_us(stamps, shmem.wall_clock_rate(), first=cfg.warmup)
         if cfg.mode in ("two_streams", "fused"):
             _, g_alone = time_iterations(runner.gemm_alone, **timed)
             _, c_alone = time_iterations(runner.comm_alone, **timed)
@@ -155,12 +154,9 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
             bound = max(gm, cm)
             components = {"gemm_alone_ms": gm, "comm_alone_ms": cm, "overlap_bound_ms": bound,
                           "e2e_over_bound": timing["e2e_ms"] / bound if bound > 0 else None}
-        skew = timing["start_skew_us"]
         say(boot, f"e2e median {timing['e2e_ms']:.4f} ms over {cfg.iters} iterations "
                   f"({timing['tflops'] or 0:.1f} TFLOP/s per GPU); kernels "
-                  + ", ".join(f"{k} {v:.4f} ms" for k, v in timing["kernels_ms"].items())
-                  + (f"; ranks started {skew['median']:.1f} us apart (median, start_sync {cfg.start_sync})"
-                     if skew else ""))
+                  + ", ".join(f"{k} {v:.4f} ms" for k, v in timing["kernels_ms"].items()))
         if components:
             say(boot, f"overlap bound: GEMM alone on {cfg.gemm_sms} SMs {components['gemm_alone_ms']:.4f} ms, "
                       f"communication alone on {cfg.comm_sms} SMs {components['comm_alone_ms']:.4f} ms; "
@@ -205,14 +201,17 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
     shmem.barrier()
     if runner.on_gpu:
         queue_ahead()  # as in the timed iterations: the traced step's launches are queued before it runs
-    if cfg.start_sync == "device":
-        start_barrier()
+    # The device barrier lines the ranks up; its exit stamp is each rank's time origin in the timeline
+    # (the GPUs' clocks disagree by microseconds to hundreds of microseconds).
+    start_barrier(slot=0, wait=cfg.start_sync == "device")
     runner.step()
     sync()
     runner.tracing = False
     shmem.barrier()
     runner.check_errors()
     mine = runner.trace_arrays()
+    if cfg.start_sync == "device" and runner.on_gpu:
+        mine["origin_ticks"] = int(start_barrier.stamps[0].item())
     mine.update(rank=boot.rank, world_size=shmem.get_num_ranks(), algorithm=cfg.algorithm, mode=cfg.mode,
                 gemm_sms=runner.main.gemm_programs, comm_sms=runner.main.comm_programs or runner.comm_grid,
                 num_tiles=runner.tiles, BLK_M=cfg.BLK_M, BLK_N=cfg.BLK_N, timer_rate_khz=shmem.wall_clock_rate(),

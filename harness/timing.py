@@ -130,14 +130,3 @@ def _device_sync() -> None:
 
     torch.cuda.synchronize()
 
-
-def start_skew_us(stamps: list[list[int]], rate_khz: float, first: int = 0) -> dict[str, float] | None:
-    """Per iteration, how far apart the ranks' devices started (max - min of the stamps, in us);
-    median and max over iterations `first`.. . None for a logical clock (no time unit)."""
-    if rate_khz == 1 or not stamps or len(stamps) < 2:
-        return None
-    spans = [(max(col) - min(col)) * 1e3 / rate_khz for col in list(zip(*stamps))[first:]]
-    if not spans:
-        return None
-    spans.sort()
-    return {"median": spans[len(spans) // 2], "max": spans[-1], "count": len(spans)}

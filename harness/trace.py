@@ -10,10 +10,11 @@ Input, per rank (benchmark.py gathers these from the device):
               (any further keys, e.g. datatype, m, n, k, are kept as they are)
 Rows whose end is 0 were not traced and are skipped (a comm row with wait_end 0 keeps its move).
 
-Times are made relative to the earliest timestamp over all ranks. Each GPU has its own
-%globaltimer; GPUs of one host read the same host-synchronised nanosecond clock closely enough
-(well under a microsecond apart in practice) for tile-level timelines, so ranks are drawn on one
-axis. Timelines from ranks on different hosts would need a clock-offset correction first.
+Each GPU has its own %globaltimer, and two GPUs of one host need not agree: on 2 x H200 their
+clocks differed by 8 us in one session and by 200-300 us in another. So when every rank gives an
+`origin_ticks` (benchmark.py stamps it as the device-side start barrier releases that rank, within
+a few microseconds of the same instant on every rank), each rank's times are made relative to its
+own origin; otherwise relative to the earliest timestamp over all ranks (one clock assumed).
 
 `write_chrome_trace` writes the Chrome trace-event format ({"traceEvents": [...]}, "ph": "X"
 complete events, "ts"/"dur" in microseconds), which ui.perfetto.dev and chrome://tracing open:
@@ -71,6 +72,8 @@ def build_timeline(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     if rate <= 0:
         raise ValueError(f"timer_rate_khz must be > 0, got {rate}")
 
+    origins = [r.get("origin_ticks") for r in per_rank]
+    own_origin = all(o is not None for o in origins)
     parsed = []
     starts: list[int] = []
     for r in per_rank:
@@ -87,6 +90,7 @@ def build_timeline(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
 
     ranks = []
     for r, gemm, comm, gemm_rows, comm_rows, wait_rows in parsed:
+        origin = int(r["origin_ticks"]) if own_origin else t0
         events: list[dict[str, Any]] = []
         for role, arr, rows, b, e, p in (
             ("gemm", gemm, gemm_rows, 0, 1, 2),
@@ -95,18 +99,19 @@ def build_timeline(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
         ):
             if not rows.size:
                 continue
-            begin = arr[rows, b] - t0  # int64 first: float64 cannot hold ns since the epoch exactly
+            begin = arr[rows, b] - origin  # int64 first: float64 cannot hold ns since the epoch exactly
             dur = np.maximum(arr[rows, e] - arr[rows, b], 0)
             for tile, pid, s, d in zip(rows.tolist(), arr[rows, p].tolist(),
                                        _to_unit(begin, rate).tolist(), _to_unit(dur, rate).tolist()):
                 events.append({"role": role, "tile": tile, "pid": pid, "start_us": s, "dur_us": d})
         events.sort(key=lambda ev: (ev["start_us"], ROLES.index(ev["role"])))
-        meta = {k: _plain(v) for k, v in r.items() if k not in ("gemm", "comm")}
+        meta = {k: _plain(v) for k, v in r.items() if k not in ("gemm", "comm", "origin_ticks")}
         ranks.append({"rank": int(r.get("rank", len(ranks))), "meta": meta, "events": events,
                       "summary": _summary(events)})
     first = per_rank[0]
-    meta = {k: _plain(first[k]) for k in first if k not in ("gemm", "comm", "rank")}
+    meta = {k: _plain(first[k]) for k in first if k not in ("gemm", "comm", "rank", "origin_ticks")}
     return {"schema": TIMELINE_SCHEMA, "time_unit": _time_unit(rate), "timer_rate_khz": rate, "t0_ticks": t0,
+            "origin": "each rank's start barrier" if own_origin else "earliest timestamp of any rank",
             "meta": meta, "ranks": sorted(ranks, key=lambda x: x["rank"])}
 
 

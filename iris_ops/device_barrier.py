@@ -9,10 +9,11 @@ rank's word has reached the epoch. Work queued after it on this stream therefore
 every rank's stream has reached its own call: the ranks' device streams leave the barrier within
 about one flag round trip of each other (~3 us on 2 x H200), whatever their host launches' skew.
 
-With `slot` the kernel also stamps the device clock (read_timer) into `stamps[slot]` as it leaves;
-`wait=False` stamps without waiting, which measures how far apart the ranks would start with
-host-side synchronisation alone. A wait that outlives `timeout_s` records an error instead of
-hanging; `check()` raises it.
+With `slot` the kernel also stamps this device's clock (read_timer) into `stamps[slot]` as it
+leaves (`wait=False`: stamp only). benchmark.py uses the stamp as each rank's time origin in tile
+timelines: the ranks leave the barrier at nearly the same instant, while their GPUs' clocks may
+disagree by far more than that (stamps compare within one GPU, not across GPUs). A wait that
+outlives `timeout_s` records an error instead of hanging; `check()` raises it.
 """
 
 from __future__ import annotations

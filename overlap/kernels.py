@@ -37,7 +37,7 @@ def _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS):
 
 
 _DNS = ["sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "ready_target",
-        "gemm_programs", "comm_programs", "claim_base", "aux_epoch"]
+        "gemm_programs", "comm_programs", "claim_base", "aux_target"]
 
 
 @triton.jit(do_not_specialize=_DNS)
@@ -51,12 +51,12 @@ def overlap_kernel(
     heap_bases, cur_rank, world_size: tl.constexpr,
     # communication (iris_ops.comm_loop.comm_program's arguments)
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, COMM_TRACE, ZEROED, CLAIM, claim_base, AUX, aux_epoch,
+    READY, ready_target, COMM_TRACE, ZEROED, CLAIM, claim_base, AUX, aux_target,
     gemm_programs, comm_programs,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_ALL_RANKS: tl.constexpr,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, PIPELINED: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr,
     COMM_AFTER_GEMM: tl.constexpr, GEMM_WAITS_ZEROED: tl.constexpr,
 ):
@@ -78,26 +78,26 @@ def overlap_kernel(
             comm_program(
                 pid, gemm_programs, pid,
                 SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-                READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
+                READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_target,
                 heap_bases, cur_rank, world_size, CLAIM, claim_base,
-                TILE_FN, READY_SCOPE, READY_ALL_RANKS, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+                TILE_FN, READY_SCOPE, PIPELINED, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
             )
     else:
         comm_program(
             pid - gemm_programs, comm_programs, pid,
             SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-            READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
+            READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_target,
             heap_bases, cur_rank, world_size, CLAIM, claim_base,
-            TILE_FN, READY_SCOPE, READY_ALL_RANKS, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+            TILE_FN, READY_SCOPE, PIPELINED, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
         )
 
 
-@triton.jit(do_not_specialize=["max_spins", "ready_target", "claim_base", "aux_epoch"])
+@triton.jit(do_not_specialize=["max_spins", "ready_target", "claim_base", "aux_target"])
 def comm_kernel(
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, CLAIM, claim_base, AUX, aux_epoch,
+    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, CLAIM, claim_base, AUX, aux_target,
     heap_bases, cur_rank, world_size: tl.constexpr,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_ALL_RANKS: tl.constexpr,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, PIPELINED: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
 ):
@@ -105,9 +105,9 @@ def comm_kernel(
     comm_program(
         pid, tl.num_programs(0), pid,
         SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-        READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_epoch,
+        READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, AUX, aux_target,
         heap_bases, cur_rank, world_size, CLAIM, claim_base,
-        TILE_FN, READY_SCOPE, READY_ALL_RANKS, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+        TILE_FN, READY_SCOPE, PIPELINED, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
     )
 
 

@@ -13,9 +13,10 @@ program counts its mode uses, and then offers:
 Buffers per algorithm (H: on the heap, reached by peers):
     all_scatter  C [M, N] (H); the GEMM writes C[:, r*N/W:(r+1)*N/W]; tiles are copied to every peer's C.
     all_reduce   partial [M, N]; C [M, N] (H): a tile's own contribution stored, the peers' added atomically
-                 once its INIT word (H) says the store is done (fused_sequential: C zeroed, every tile added).
-    one_shot     partial [M, N] (H), read by every peer; C [M, N] (local result); ready words (H), polled
-                 by the peers.
+                 once its INIT counter (H) says the store is done (fused_sequential: C zeroed, tiles added).
+    one_shot     partial [M, N] (H), read by every peer; C [M, N] (local result); ready counters (H) that
+                 every rank's GEMM bumps (--ready_notify gemm) or local ready words plus peer counters (H)
+                 that the communication bumps (comm).
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def heap_bytes_needed(cfg: BenchConfig, world_size: int) -> int:
     total = up(mn) + up(tiles * 4) + up(64 * 4) + up(world_size * 4)  # ..., zeroed words, DeviceBarrier flags
     if cfg.algorithm in ("all_reduce", "one_shot"):
         total += up(mn)
-    if cfg.algorithm == "all_reduce":
-        total += up(tiles * 4)  # INIT words
+    if cfg.algorithm == "all_reduce" or (cfg.algorithm == "one_shot" and cfg.ready_notify == "comm"):
+        total += up(tiles * 4)  # per-tile counters the peers' communication bumps (AUX)
     return total
 
 
@@ -104,8 +105,12 @@ class OverlapRun:
         self.tiles = num_tiles(M, self.local_n, cfg.BLK_M, cfg.BLK_N)
         self.ready = shmem.zeros(self.tiles, dtype=torch.int32)
         self.zeroed = shmem.zeros(64, dtype=torch.int32)
-        self.init_flags = shmem.zeros(self.tiles, dtype=torch.int32) if cfg.algorithm == "all_reduce" else None
-        self.aux_epoch = 0  # what this launch's communication writes to the algorithm's own words (INIT)
+        # Counters the peers' communication bumps once per tile and launch (all_reduce INIT; one_shot
+        # with --ready_notify comm: "the peer's partial tile is ready").
+        self.comm_notifies = cfg.algorithm == "all_reduce" or (cfg.algorithm == "one_shot" and
+                                                                cfg.ready_notify == "comm")
+        self.aux = shmem.zeros(self.tiles, dtype=torch.int32) if self.comm_notifies else None
+        self.comm_launches = 0
         if cfg.algorithm == "all_scatter":
             self.gemm_out = self.c[:, r * self.local_n:(r + 1) * self.local_n]
         else:
@@ -163,8 +168,8 @@ class OverlapRun:
 
     def _epilogue(self) -> Any:
         alg = self.cfg.algorithm
-        if alg == "one_shot":
-            return one_shot_publish_epilogue
+        if alg == "one_shot":  # fused_sequential too: its GEMM programs go on to reduce
+            return one_shot_publish_epilogue if self.cfg.ready_notify == "gemm" else store_and_signal
         if self.sequential:
             return all_scatter_push_epilogue if alg == "all_scatter" else all_reduce_push_epilogue
         return store_and_signal
@@ -177,6 +182,7 @@ class OverlapRun:
 
     def _comm_args(self) -> dict[str, Any]:
         cfg, alg = self.cfg, self.cfg.algorithm
+        gemm_counts = alg == "one_shot" and cfg.ready_notify == "gemm"  # every rank's GEMM bumps READY here
         src = self.gemm_out
         dst = self.gemm_out if alg == "all_scatter" else self.c
         tile_fn = {"all_scatter": all_scatter_tile, "all_reduce": all_reduce_tile, "one_shot": one_shot_tile}[alg]
@@ -184,11 +190,11 @@ class OverlapRun:
             "SRC": src, "DST": dst, "CM": cfg.m, "CN": self.local_n,
             "stride_sm": src.stride(0), "stride_sn": src.stride(1),
             "stride_dm": dst.stride(0), "stride_dn": dst.stride(1),
-            "READY": self.ready, "ready_target": self.epoch,
+            "READY": self.ready, "ready_target": self.epoch * (self.world if gemm_counts else 1),
             "COMM_TRACE": self.comm_trace if self.tracing else None,
-            "AUX": self.init_flags, "aux_epoch": self.aux_epoch,
-            "TILE_FN": tile_fn, "READY_SCOPE": "sys" if alg == "one_shot" else "gpu",
-            "READY_ALL_RANKS": alg == "one_shot",
+            "AUX": self.aux, "aux_target": (self.world - 1) * self.comm_launches,
+            "TILE_FN": tile_fn, "READY_SCOPE": "sys" if gemm_counts else "gpu",
+            "PIPELINED": self.comm_notifies,
             "CTM": cfg.COMMUNICATION_TILE_M, "CTN": cfg.COMMUNICATION_TILE_N,
         }
 
@@ -244,7 +250,7 @@ class OverlapRun:
     def step(self, timer: StepTimer | None = None) -> None:
         """One iteration in the configured mode (kernels are launched, not waited for)."""
         self.epoch += 1
-        self.aux_epoch += 1
+        self.comm_launches += 1
         timer = timer or StepTimer(use_events=False)
         cfg, main = self.cfg, self.main
         mode = cfg.mode
@@ -306,7 +312,7 @@ class OverlapRun:
         programs move every tile and the communication kernel finds none left (or moves all of them
         when GEMM programs do not join)."""
         self.epoch += 1
-        self.aux_epoch += 1
+        self.comm_launches += 1
         claim = self._claims_for(self.comm_grid + (self.main.gemm_programs if self.join else 0))
         self._launch_gemm(self.main, join=self.join, claim_base=claim if self.join else None)
         self._launch_comm(self.comm_grid, claim)
@@ -325,7 +331,7 @@ class OverlapRun:
 
     def comm_alone(self, timer: StepTimer) -> None:
         """Communication on the other programs, every tile already ready (same epoch as the last GEMM)."""
-        self.aux_epoch += 1
+        self.comm_launches += 1
         with timer.span("comm_alone"):
             self._launch_comm(self.cfg.total_sms - self.cfg.gemm_sms)
 
