@@ -91,7 +91,6 @@ class BenchConfig:
     tma: str = "auto"
     gemm_joins_comm: bool = True
     start_sync: str = "device"
-    ready_notify: str = "comm"
     use_tma: bool = False  # resolved from `tma` and the device
     # Filled in by parse_config: which values came from device defaults rather than the command line.
     defaulted: list[str] = field(default_factory=list)
@@ -152,9 +151,6 @@ def build_parser() -> argparse.ArgumentParser:
       help="with --validate: iterations validated one after another, outputs poisoned before each "
       "(a stale tile flag then shows as a wrong tile)")
     a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
-    a("--ready_notify", default="comm",
-      help="one_shot: who tells the peers a partial tile is ready: comm (the communication program that takes "
-      "the tile; no remote atomics in the GEMM) or gemm (the GEMM epilogue, on every rank)")
     a("--start_sync", default="device",
       help="how timed iterations start together: device (a device-side barrier of all ranks' streams right "
       "before the start event) or host (a host barrier only; the devices then start up to tens of us apart)")
@@ -175,8 +171,7 @@ def _kernel_defaults(datatype: str, on_cpu: bool) -> dict[str, int]:
             "num_warps": k.num_warps, "COMMUNICATION_TILE_M": k.BLK_M, "COMMUNICATION_TILE_N": k.BLK_N}
 
 
-SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N", "--start_sync",
-             "--ready_notify")
+SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N", "--start_sync")
 
 
 def expand_sweep(argv: list[str]) -> list[list[str]]:
@@ -215,8 +210,7 @@ def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | 
         stem, suffix = template, "json"
     tile = f"{cfg.COMMUNICATION_TILE_M}x{cfg.COMMUNICATION_TILE_N}"
     sync = "" if cfg.start_sync == "device" else f"_{cfg.start_sync}sync"
-    notify = "_gemmnotify" if cfg.algorithm == "one_shot" and cfg.ready_notify == "gemm" else ""
-    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{notify}{sync}.{suffix}"
+    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{sync}.{suffix}"
 
 
 def _pow2(x: int) -> bool:
@@ -327,8 +321,6 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
         raise ConfigError("--iters", f"must be >= 1, got {cfg.iters}")
     if cfg.warmup < 0:
         raise ConfigError("--warmup", f"must be >= 0, got {cfg.warmup}")
-    if cfg.ready_notify not in ("comm", "gemm"):
-        raise ConfigError("--ready_notify", f"must be comm or gemm, got {cfg.ready_notify!r}")
     if cfg.start_sync not in START_SYNCS:
         raise ConfigError("--start_sync", f"must be one of {', '.join(START_SYNCS)}, got {cfg.start_sync!r}")
     if cfg.timeout_s <= 0:

@@ -12,11 +12,9 @@ from iris_ops.device import translate
 
 
 @triton.jit
-def all_scatter_tile(pid_m, pid_n, tile_id, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                     AUX, aux_target, max_spins, ERRORS, heap_bases, cur_rank, world_size,
-                     BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr,
-                     PHASE: tl.constexpr):
-    """One phase: store the tile into every peer's C."""
+def all_scatter_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+                     heap_bases, cur_rank, world_size,
+                     BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     for sm in tl.static_range(BLK_M // CTM):
         for sn in tl.static_range(BLK_N // CTN):
             rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, M, N, BLK_M, BLK_N, CTM, CTN)

@@ -189,27 +189,6 @@ def notify_add(flag_ptr, inc, from_rank, to_rank, heap_bases, scope: tl.constexp
 
 
 @triton.jit
-def signal_ranks(flag_ptr, inc, cur_rank, heap_bases, world_size, INCLUDE_SELF: tl.constexpr):
-    """Add `inc` to the counter at flag_ptr on every peer (and on this rank with INCLUDE_SELF), with
-    release semantics at system scope: everything this program stored before is visible to a reader
-    that sees the new count. On NVIDIA one `fence.acq_rel.sys` (cumulative, after the barrier) serves
-    every rank and the adds are relaxed: a release atomic per rank would fence once per rank, and a
-    system fence is the expensive part. Elsewhere each add is a release atomic."""
-    tl.debug_barrier()
-    first: tl.constexpr = 0 if INCLUDE_SELF else 1
-    if _ARCH == 1:
-        tl.inline_asm_elementwise("fence.acq_rel.sys;\nmov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
-                                  pack=1)
-        for i in tl.static_range(first, world_size):
-            peer = (cur_rank + i) % world_size
-            tl.atomic_add(translate(flag_ptr, cur_rank, peer, heap_bases), inc, sem="relaxed", scope="sys")
-    else:
-        for i in tl.static_range(first, world_size):
-            peer = (cur_rank + i) % world_size
-            tl.atomic_add(translate(flag_ptr, cur_rank, peer, heap_bases), inc, sem="release", scope="sys")
-
-
-@triton.jit
 def _acquire_load(ptr, scope: tl.constexpr):
     if _ARCH == 1:
         if scope == "gpu":

@@ -29,38 +29,33 @@ from stream_k.kernel import store_and_signal
 _ELEM = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i8"}
 _OUT = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i32"}
 _RUNTIME_INTS = {"sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "cur_rank",
-                 "world_size", "ready_target", "gemm_programs", "comm_programs", "claim_base", "aux_target"}
+                 "world_size", "ready_target", "gemm_programs", "comm_programs", "claim_base", "zero_epoch",
+                 "zero_base", "zero_programs"}
 TILE_FN = {"all_scatter": all_scatter_tile, "all_reduce": all_reduce_tile, "one_shot": one_shot_tile}
 
 
-def _epilogue(algorithm: str, mode: str, ready_notify: str) -> Any:
+def _epilogue(algorithm: str, mode: str) -> Any:
     if algorithm == "one_shot":
-        return one_shot_publish_epilogue if ready_notify == "gemm" else store_and_signal
+        return one_shot_publish_epilogue
     if mode == "fused_sequential":
         return all_scatter_push_epilogue if algorithm == "all_scatter" else all_reduce_push_epilogue
     return store_and_signal
 
 
 def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: bool, tma: bool = False,
-                 world_size: int = 2, ready_notify: str = "comm") -> dict[str, dict[str, Any]]:
+                 world_size: int = 2) -> dict[str, dict[str, Any]]:
     device._ARCH = tl.constexpr(1)  # the NVIDIA code paths, though no GPU is present
     cfg = default_config(datatype, f"sm{arch}")
-    gemm_counts = algorithm == "one_shot" and ready_notify == "gemm"
-    comm_notifies = algorithm == "all_reduce" or (algorithm == "one_shot" and ready_notify == "comm")
     e, o = _ELEM[datatype], _OUT[datatype]
     acc = "i32" if datatype == "int8" else "fp32"
-    comm_ptrs = {"SRC": f"*{o}", "DST": f"*{o}", "READY": "*i32", "heap_bases": "*i64",
-                 "ERRORS": "*i32", "CLOCK": "*i64", "CLAIM": "*i32"}
+    comm_ptrs = {"SRC": f"*{o}", "DST": f"*{o}", "READY": "*i32", "ZEROED": "*i32", "heap_bases": "*i64",
+                 "ERRORS": "*i32", "CLOCK": "*i64", "CLAIM": "*i32", "ZERO_COUNT": "*i32"}
     comm_const: dict[str, Any] = {
         "stride_sn": 1, "stride_dn": 1, "TILE_FN": TILE_FN[algorithm],
-        "READY_SCOPE": "sys" if gemm_counts else "gpu", "PIPELINED": comm_notifies,
+        "READY_SCOPE": "sys" if algorithm == "one_shot" else "gpu",
         "BLK_M": cfg.BLK_M, "BLK_N": cfg.BLK_N, "GSIZE_M": cfg.gsize_m, "CTM": cfg.BLK_M,
         "CTN": cfg.BLK_N, "TIMER": device.TIMER_GLOBALTIMER,
     }
-    if comm_notifies:
-        comm_ptrs["AUX"] = "*i32"
-    else:
-        comm_const["AUX"] = None
     if trace:
         comm_ptrs["COMM_TRACE"] = "*i64"
     else:
@@ -74,20 +69,22 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
         gemm_ptrs["B"] = f"tensordesc<{e}[{cfg.BLK_K}, {cfg.BLK_N}]>"
     comm_const["world_size"] = world_size
     gemm_const = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLK_K": cfg.BLK_K, "EVEN_K": True,
-                  "EPILOGUE": _epilogue(algorithm, mode, ready_notify),
+                  "EPILOGUE": _epilogue(algorithm, mode),
                   "INPUT_PRECISION": cfg.input_precision if datatype == "fp32" else None,
                   "NUM_XCDS": 1, "USE_TMA": tma,
                   "COMM_AFTER_GEMM": mode in ("fused", "two_streams") or (seq and algorithm == "one_shot"),
-                  "GEMM_WAITS_ZEROED": seq and is_ar}
+                  "GEMM_WAITS_ZEROED": seq and is_ar,
+                  "COMM_WAITS_ZEROED": is_ar and mode in ("fused", "two_streams"),
+                  "ZERO_C": is_ar and mode == "fused"}
     if trace:
         gemm_ptrs["GEMM_TRACE"] = "*i64"
     else:
         gemm_const["GEMM_TRACE"] = None
-    out["overlap_kernel"] = compile_for_target(overlap_kernel, {**gemm_ptrs, **comm_ptrs, "ZEROED": "*i32"},
-                                               {**gemm_const, **comm_const},
+    out["overlap_kernel"] = compile_for_target(overlap_kernel, {**gemm_ptrs, **comm_ptrs}, {**gemm_const, **comm_const},
                                                _RUNTIME_INTS, arch, cfg.num_warps, cfg.num_stages)
     if mode in ("bulk_sync", "two_streams"):
-        out["comm_kernel"] = compile_for_target(comm_kernel, comm_ptrs, comm_const, _RUNTIME_INTS, arch, 8, 1)
+        c = dict(comm_const, COMM_WAITS_ZEROED=is_ar, ZERO_C=is_ar)
+        out["comm_kernel"] = compile_for_target(comm_kernel, comm_ptrs, c, _RUNTIME_INTS, arch, 8, 1)
     return out
 
 
@@ -100,7 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", action="store_true")
     ap.add_argument("--tma", action="store_true", help="the GEMM loads A and B through tensor descriptors")
     ap.add_argument("--world_size", type=int, default=2)
-    ap.add_argument("--ready_notify", default="comm", help="one_shot: comm or gemm (see benchmark.py --help)")
     args = ap.parse_args(argv)
     print(f"triton {triton.__version__}, sm_{args.arch}, {args.datatype}, trace={args.trace}, tma={args.tma}, "
           f"world_size={args.world_size}")
@@ -109,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     for alg in args.algorithms.split(","):
         for mode in args.modes.split(","):
             try:
-                kernels = compile_mode(alg, mode, args.datatype, args.arch, args.trace, args.tma, args.world_size,
-                                       args.ready_notify)
+                kernels = compile_mode(alg, mode, args.datatype, args.arch, args.trace, args.tma, args.world_size)
             except Exception as exc:  # report and go on: one table for every combination
                 print(f"{alg:12} {mode:17} FAILED: {type(exc).__name__}: {str(exc)[:400]}")
                 status = 1

@@ -12,11 +12,9 @@ program counts its mode uses, and then offers:
 
 Buffers per algorithm (H: on the heap, reached by peers):
     all_scatter  C [M, N] (H); the GEMM writes C[:, r*N/W:(r+1)*N/W]; tiles are copied to every peer's C.
-    all_reduce   partial [M, N]; C [M, N] (H): a tile's own contribution stored, the peers' added atomically
-                 once its INIT counter (H) says the store is done (fused_sequential: C zeroed, tiles added).
-    one_shot     partial [M, N] (H), read by every peer; C [M, N] (local result); ready counters (H) that
-                 every rank's GEMM bumps (--ready_notify gemm) or local ready words plus peer counters (H)
-                 that the communication bumps (comm).
+    all_reduce   partial [M, N]; C [M, N] (H), zeroed each iteration (by the communication programs as they
+                 start; by the host in fused_sequential), tiles atomically added on every rank.
+    one_shot     partial [M, N] (H), read by every peer; C [M, N] (local result); ready counters (H).
 """
 
 from __future__ import annotations
@@ -58,8 +56,6 @@ def heap_bytes_needed(cfg: BenchConfig, world_size: int) -> int:
     total = up(mn) + up(tiles * 4) + up(64 * 4) + up(world_size * 4)  # ..., zeroed words, DeviceBarrier flags
     if cfg.algorithm in ("all_reduce", "one_shot"):
         total += up(mn)
-    if cfg.algorithm == "all_reduce" or (cfg.algorithm == "one_shot" and cfg.ready_notify == "comm"):
-        total += up(tiles * 4)  # per-tile counters the peers' communication bumps (AUX)
     return total
 
 
@@ -105,12 +101,9 @@ class OverlapRun:
         self.tiles = num_tiles(M, self.local_n, cfg.BLK_M, cfg.BLK_N)
         self.ready = shmem.zeros(self.tiles, dtype=torch.int32)
         self.zeroed = shmem.zeros(64, dtype=torch.int32)
-        # Counters the peers' communication bumps once per tile and launch (all_reduce INIT; one_shot
-        # with --ready_notify comm: "the peer's partial tile is ready").
-        self.comm_notifies = cfg.algorithm == "all_reduce" or (cfg.algorithm == "one_shot" and
-                                                                cfg.ready_notify == "comm")
-        self.aux = shmem.zeros(self.tiles, dtype=torch.int32) if self.comm_notifies else None
-        self.comm_launches = 0
+        self.zero_epoch = 0  # the value ZEROED words carry for the latest zeroing of C
+        self.zero_count = torch.zeros(1, dtype=torch.int32, device=self.device)  # zeroing parts done (tickets)
+        self.zero_tickets = 0
         if cfg.algorithm == "all_scatter":
             self.gemm_out = self.c[:, r * self.local_n:(r + 1) * self.local_n]
         else:
@@ -168,8 +161,8 @@ class OverlapRun:
 
     def _epilogue(self) -> Any:
         alg = self.cfg.algorithm
-        if alg == "one_shot":  # fused_sequential too: its GEMM programs go on to reduce
-            return one_shot_publish_epilogue if self.cfg.ready_notify == "gemm" else store_and_signal
+        if alg == "one_shot":
+            return one_shot_publish_epilogue
         if self.sequential:
             return all_scatter_push_epilogue if alg == "all_scatter" else all_reduce_push_epilogue
         return store_and_signal
@@ -182,7 +175,6 @@ class OverlapRun:
 
     def _comm_args(self) -> dict[str, Any]:
         cfg, alg = self.cfg, self.cfg.algorithm
-        gemm_counts = alg == "one_shot" and cfg.ready_notify == "gemm"  # every rank's GEMM bumps READY here
         src = self.gemm_out
         dst = self.gemm_out if alg == "all_scatter" else self.c
         tile_fn = {"all_scatter": all_scatter_tile, "all_reduce": all_reduce_tile, "one_shot": one_shot_tile}[alg]
@@ -190,11 +182,11 @@ class OverlapRun:
             "SRC": src, "DST": dst, "CM": cfg.m, "CN": self.local_n,
             "stride_sm": src.stride(0), "stride_sn": src.stride(1),
             "stride_dm": dst.stride(0), "stride_dn": dst.stride(1),
-            "READY": self.ready, "ready_target": self.epoch * (self.world if gemm_counts else 1),
+            "READY": self.ready,
+            "ready_target": self.epoch * (self.world if alg == "one_shot" else 1),
             "COMM_TRACE": self.comm_trace if self.tracing else None,
-            "AUX": self.aux, "aux_target": (self.world - 1) * self.comm_launches,
-            "TILE_FN": tile_fn, "READY_SCOPE": "sys" if gemm_counts else "gpu",
-            "PIPELINED": self.comm_notifies,
+            "ZEROED": self.zeroed, "zero_epoch": self.zero_epoch, "ZERO_COUNT": self.zero_count,
+            "TILE_FN": tile_fn, "READY_SCOPE": "sys" if alg == "one_shot" else "gpu",
             "CTM": cfg.COMMUNICATION_TILE_M, "CTN": cfg.COMMUNICATION_TILE_N,
         }
 
@@ -206,6 +198,17 @@ class OverlapRun:
         base = self.claims_used
         self.claims_used += self.tiles + participants
         return base
+
+    def _zeroing(self, programs: int) -> dict[str, Any]:
+        """Kernel arguments for a launch whose communication programs zero all_reduce's C first."""
+        if self.cfg.algorithm != "all_reduce" or programs == 0:
+            return {"ZERO_C": False, "zero_base": 0, "zero_programs": 0}
+        if not self.c.is_contiguous() or self.c.numel() >= 2**31:
+            raise ValueError("in-kernel zeroing needs a contiguous C of fewer than 2**31 elements")
+        parts = 1 if INTERPRETED else programs
+        base = self.zero_tickets
+        self.zero_tickets += parts
+        return {"ZERO_C": True, "zero_base": base, "zero_programs": parts}
 
     def _launch_gemm(self, launch: Launch, *, comm_programs: int = 0, join: bool = False,
                      claim_base: int | None = None) -> None:
@@ -219,11 +222,13 @@ class OverlapRun:
         is_ar = self.cfg.algorithm == "all_reduce"
         args.update(self._comm_args())
         args.update(
-            gemm_programs=launch.gemm_programs, comm_programs=comm_programs, ZEROED=self.zeroed,
+            gemm_programs=launch.gemm_programs, comm_programs=comm_programs,
             CLAIM=self.claims if claim_base is not None else None, claim_base=claim_base or 0,
             COMM_AFTER_GEMM=join,
             GEMM_WAITS_ZEROED=self.sequential and is_ar,
+            COMM_WAITS_ZEROED=is_ar and (comm_programs > 0 or join),
         )
+        args.update(self._zeroing(comm_programs))
         grid = (launch.gemm_programs + comm_programs,)
         k = overlap_kernel[grid](**args, **g.launch_options())
         self._keep("overlap_kernel", k)
@@ -231,17 +236,19 @@ class OverlapRun:
     def _launch_comm(self, programs: int, claim_base: int | None = None) -> None:
         g = self.main.gemm
         args = self._comm_args()
-        args.update(max_spins=g.max_spins, ERRORS=self.errors, CLOCK=g.clock,
+        args.update(max_spins=g.max_spins, ERRORS=self.errors, CLOCK=g.clock, epoch=self.epoch,
                     heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank, world_size=self.world,
                     CLAIM=self.claims if claim_base is not None else None, claim_base=claim_base or 0,
-                    BLK_M=self.cfg.BLK_M, BLK_N=self.cfg.BLK_N, GSIZE_M=self.cfg.gsize_m, TIMER=g.timer_kind)
+                    BLK_M=self.cfg.BLK_M, BLK_N=self.cfg.BLK_N, GSIZE_M=self.cfg.gsize_m, TIMER=g.timer_kind,
+                    COMM_WAITS_ZEROED=self.cfg.algorithm == "all_reduce")
+        args.update(self._zeroing(programs))
         k = comm_kernel[(programs,)](**args, num_warps=max(1, self.cfg.communication_block_size // 32))
         self._keep("comm_kernel", k)
 
     def _zero_and_signal(self) -> None:
-        """fused_sequential all_reduce: zero C, then tell every peer it may add into it."""
+        """fused_sequential all_reduce: zero C on the host's stream, then tell every peer it may add into it."""
         self.c.zero_()
-        signal_zeroed[(1,)](self.zeroed, self.epoch, self.shmem.get_heap_bases(), self.rank, self.world)
+        signal_zeroed[(1,)](self.zeroed, self.zero_epoch, self.shmem.get_heap_bases(), self.rank, self.world)
 
     def _keep(self, name: str, compiled: Any) -> None:
         if compiled is not None and hasattr(compiled, "metadata") and name not in self._compiled:
@@ -250,9 +257,10 @@ class OverlapRun:
     def step(self, timer: StepTimer | None = None) -> None:
         """One iteration in the configured mode (kernels are launched, not waited for)."""
         self.epoch += 1
-        self.comm_launches += 1
+        self.zero_epoch += 1  # every launch of this step zeroes / waits for all_reduce's C at this value
         timer = timer or StepTimer(use_events=False)
         cfg, main = self.cfg, self.main
+        is_ar = cfg.algorithm == "all_reduce"
         mode = cfg.mode
         join = self.join
         if mode == "two_streams":
@@ -273,7 +281,7 @@ class OverlapRun:
             with timer.span("comm"):
                 self._launch_comm(self.comm_grid, claim)
             return
-        if self.sequential and cfg.algorithm == "all_reduce":
+        if is_ar and self.sequential:
             with timer.span("zero"):
                 self._zero_and_signal()
         if mode == "bulk_sync":
@@ -312,7 +320,7 @@ class OverlapRun:
         programs move every tile and the communication kernel finds none left (or moves all of them
         when GEMM programs do not join)."""
         self.epoch += 1
-        self.comm_launches += 1
+        self.zero_epoch += 1
         claim = self._claims_for(self.comm_grid + (self.main.gemm_programs if self.join else 0))
         self._launch_gemm(self.main, join=self.join, claim_base=claim if self.join else None)
         self._launch_comm(self.comm_grid, claim)
@@ -330,8 +338,9 @@ class OverlapRun:
             self._launch_gemm(self.alone)
 
     def comm_alone(self, timer: StepTimer) -> None:
-        """Communication on the other programs, every tile already ready (same epoch as the last GEMM)."""
-        self.comm_launches += 1
+        """Communication on the other programs, every tile already ready (same epoch as the last GEMM);
+        all_reduce's zeroing of C belongs to the communication side (its programs zero C as they start)."""
+        self.zero_epoch += 1
         with timer.span("comm_alone"):
             self._launch_comm(self.cfg.total_sms - self.cfg.gemm_sms)
 
