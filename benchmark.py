@@ -197,8 +197,14 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
     """One more iteration with per-tile timestamps; rank 0 writes the timeline and the Perfetto trace."""
     runner.tracing = True
     runner.prepare()
+    # One untraced-timing step with tracing on first: the traced kernels compile here, not between the
+    # start barrier and the traced step (which would put the compile time into the timeline).
     sync()
     shmem.barrier()
+    runner.step()
+    sync()
+    shmem.barrier()
+    runner.check_errors()
     if runner.on_gpu:
         queue_ahead()  # as in the timed iterations: the traced step's launches are queued before it runs
     # The device barrier lines the ranks up; its exit stamp is each rank's time origin in the timeline
