@@ -59,6 +59,16 @@ def heap_bytes_needed(cfg: BenchConfig, world_size: int) -> int:
     return total
 
 
+def _check_arguments(kernel: Any, args: dict[str, Any]) -> None:
+    """Every argument named and none left over. Triton's interpreter ignores an unknown keyword that the
+    compiled launch rejects, so the CPU runs check here what the GPU would."""
+    names = list(kernel.arg_names)
+    unknown = sorted(set(args) - set(names))
+    missing = [n for n in names if n not in args]
+    if unknown or missing:
+        raise TypeError(f"{kernel.fn.__name__}: unknown arguments {unknown}, missing {missing}")
+
+
 @dataclass
 class Launch:
     """What one program-count variant of the GEMM needs: its StreamKGemm and grid."""
@@ -230,18 +240,20 @@ class OverlapRun:
         )
         args.update(self._zeroing(comm_programs))
         grid = (launch.gemm_programs + comm_programs,)
+        _check_arguments(overlap_kernel, args)
         k = overlap_kernel[grid](**args, **g.launch_options())
         self._keep("overlap_kernel", k)
 
     def _launch_comm(self, programs: int, claim_base: int | None = None) -> None:
         g = self.main.gemm
         args = self._comm_args()
-        args.update(max_spins=g.max_spins, ERRORS=self.errors, CLOCK=g.clock, epoch=self.epoch,
+        args.update(max_spins=g.max_spins, ERRORS=self.errors, CLOCK=g.clock,
                     heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank, world_size=self.world,
                     CLAIM=self.claims if claim_base is not None else None, claim_base=claim_base or 0,
                     BLK_M=self.cfg.BLK_M, BLK_N=self.cfg.BLK_N, GSIZE_M=self.cfg.gsize_m, TIMER=g.timer_kind,
                     COMM_WAITS_ZEROED=self.cfg.algorithm == "all_reduce")
         args.update(self._zeroing(programs))
+        _check_arguments(comm_kernel, args)
         k = comm_kernel[(programs,)](**args, num_warps=max(1, self.cfg.communication_block_size // 32))
         self._keep("comm_kernel", k)
 
