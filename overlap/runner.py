@@ -334,6 +334,10 @@ class OverlapRun:
         self.epoch += 1
         self.zero_epoch += 1
         claim = self._claims_for(self.comm_grid + (self.main.gemm_programs if self.join else 0))
+        if self.cfg.algorithm == "all_reduce":
+            # The joining GEMM programs wait for C to be zeroed, which the communication kernel (queued after
+            # the GEMM here) would do: zero it from the host first. (The communication kernel zeroes it again.)
+            self._zero_and_signal()
         self._launch_gemm(self.main, join=self.join, claim_base=claim if self.join else None)
         self._launch_comm(self.comm_grid, claim)
         torch.cuda.synchronize(self.device)
