@@ -38,10 +38,13 @@ def one_shot_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm,
 @triton.jit
 def one_shot_publish_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                               heap_bases, cur_rank, world_size):
-    """Store the partial tile locally, then count it ready on every rank (release, system scope)."""
+    """Store the partial tile locally, then count it ready on every rank: a release at system scope for
+    each peer, at GPU scope for this rank's own counter (its readers are on this GPU, and a system-scope
+    release, a fence the GPU must clear with its peers, is the expensive part of the epilogue)."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
     tl.debug_barrier()
-    for i in range(0, world_size):
+    for i in range(1, world_size):
         peer = (cur_rank + i) % world_size
         tl.atomic_add(translate(TILE_FLAGS + tile_id, cur_rank, peer, heap_bases), 1, sem="release", scope="sys")
+    tl.atomic_add(TILE_FLAGS + tile_id, 1, sem="release", scope="gpu")
