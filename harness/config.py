@@ -91,6 +91,7 @@ class BenchConfig:
     tma: str = "auto"
     gemm_joins_comm: bool = True
     start_sync: str = "device"
+    sk_first: bool = False
     use_tma: bool = False  # resolved from `tma` and the device
     # Filled in by parse_config: which values came from device defaults rather than the command line.
     defaulted: list[str] = field(default_factory=list)
@@ -151,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
       help="with --validate: iterations validated one after another, outputs poisoned before each "
       "(a stale tile flag then shows as a wrong tile)")
     a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
+    a("--sk_first", default="false",
+      help="each GEMM program runs its Stream-K share before its data-parallel tiles (true/false)")
     a("--start_sync", default="device",
       help="how timed iterations start together: device (a device-side barrier of all ranks' streams right "
       "before the start event) or host (a host barrier only; the devices then start up to tens of us apart)")
@@ -171,7 +174,8 @@ def _kernel_defaults(datatype: str, on_cpu: bool) -> dict[str, int]:
             "num_warps": k.num_warps, "COMMUNICATION_TILE_M": k.BLK_M, "COMMUNICATION_TILE_N": k.BLK_N}
 
 
-SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N", "--start_sync")
+SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N", "--start_sync",
+             "--sk_first")
 
 
 def expand_sweep(argv: list[str]) -> list[list[str]]:
@@ -210,7 +214,8 @@ def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | 
         stem, suffix = template, "json"
     tile = f"{cfg.COMMUNICATION_TILE_M}x{cfg.COMMUNICATION_TILE_N}"
     sync = "" if cfg.start_sync == "device" else f"_{cfg.start_sync}sync"
-    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{sync}.{suffix}"
+    order = "_skfirst" if cfg.sk_first else ""
+    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{order}{sync}.{suffix}"
 
 
 def _pow2(x: int) -> bool:
@@ -258,6 +263,7 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
         setattr(cfg, f.name, v)
     cfg.two_tiles = _bool("--two_tiles", values["two_tiles"])
     cfg.gemm_joins_comm = _bool("--gemm_joins_comm", values["gemm_joins_comm"])
+    cfg.sk_first = _bool("--sk_first", values["sk_first"])
     if cfg.tma not in ("auto", "on", "off"):
         raise ConfigError("--tma", f"must be auto, on or off, got {cfg.tma!r}")
     tma_capable = device.backend == "cuda" and device.capability >= 90

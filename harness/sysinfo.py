@@ -93,7 +93,8 @@ def software_versions() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def git_info() -> dict[str, Any]:
-    """The commit the code came from. Falls back to STREAMK_PGAS_COMMIT where there is no .git."""
+    """The commit the code came from. STREAMK_PGAS_COMMIT, when set, wins: a copied tree (the device
+    machines' copy) may carry a stale .git whose HEAD is not the code that ran."""
 
     def run(*args: str) -> str | None:
         try:
@@ -102,9 +103,12 @@ def git_info() -> dict[str, Any]:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
-    commit = run("rev-parse", "HEAD") or os.environ.get("STREAMK_PGAS_COMMIT")
+    given = os.environ.get("STREAMK_PGAS_COMMIT")
+    if given:
+        return {"commit": given, "dirty": None, "commit_source": "STREAMK_PGAS_COMMIT"}
+    commit = run("rev-parse", "HEAD")
     status = run("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+    return {"commit": commit, "dirty": bool(status) if status is not None else None, "commit_source": "git"}
 
 
 def nvlink_env() -> dict[str, str]:

@@ -57,7 +57,7 @@ def comm_program(
     pid, num_programs, trace_pid,
     SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
     READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-    heap_bases, cur_rank, world_size, CLAIM, claim_base,
+    heap_bases, cur_rank, world_size, CLAIM, claim_base, claim_rotate,
     TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
@@ -65,20 +65,24 @@ def comm_program(
     """Move tiles until none is left. CLAIM None: tiles pid, pid + num_programs, ... (static).
     CLAIM a counter: take the next tile in tile order with an atomic ticket, so that programs that
     join late (GEMM programs done with their own work) share the tail; a launch's participants make
-    n_tiles + (one failing claim each) tickets, and the host passes where this launch's tickets start."""
+    n_tiles + (one failing claim each) tickets, and the host passes where this launch's tickets start.
+    Ticket t is tile (t + claim_rotate) % n_tiles: the order the GEMM completes tiles in (a GEMM that
+    runs its Stream-K tiles, the last ones, first passes the first of them)."""
     n_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
     if CLAIM is None:
-        for tile_id in range(pid, n_tiles, num_programs):
+        for ticket in range(pid, n_tiles, num_programs):
+            tile_id = (ticket + claim_rotate) % n_tiles
             _move_tile(tile_id, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
                        READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
                        TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
     else:
-        tile_id = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
-        while tile_id < n_tiles:
+        ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
+        while ticket < n_tiles:
+            tile_id = (ticket + claim_rotate) % n_tiles
             _move_tile(tile_id, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
                        READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
                        TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
-            tile_id = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
+            ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
 
 
 @triton.jit

@@ -60,7 +60,8 @@ def _zero_and_signal_c(C, n_elems, part, parts, ZERO_COUNT, zero_base, ZEROED, e
 
 
 _DNS = ["sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "ready_target",
-        "gemm_programs", "comm_programs", "claim_base", "zero_base", "zero_programs", "zero_epoch"]
+        "gemm_programs", "comm_programs", "claim_base", "zero_base", "zero_programs", "zero_epoch",
+        "claim_rotate"]
 
 
 @triton.jit(do_not_specialize=_DNS)
@@ -74,11 +75,12 @@ def overlap_kernel(
     heap_bases, cur_rank, world_size: tl.constexpr,
     # communication (iris_ops.comm_loop.comm_program's arguments)
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, COMM_TRACE, ZEROED, zero_epoch, CLAIM, claim_base, ZERO_COUNT, zero_base, zero_programs,
+    READY, ready_target, COMM_TRACE, ZEROED, zero_epoch, CLAIM, claim_base, claim_rotate,
+    ZERO_COUNT, zero_base, zero_programs,
     gemm_programs, comm_programs,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr, SK_FIRST: tl.constexpr,
     TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr,
     COMM_AFTER_GEMM: tl.constexpr, GEMM_WAITS_ZEROED: tl.constexpr, COMM_WAITS_ZEROED: tl.constexpr,
     ZERO_C: tl.constexpr,
@@ -95,7 +97,7 @@ def overlap_kernel(
             sk_tiles, sk_iters_per_program, sk_iters_remainder,
             epoch, max_spins,
             heap_bases, cur_rank, world_size,
-            BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA,
+            BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
         )
         if COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
             if COMM_WAITS_ZEROED:
@@ -104,7 +106,7 @@ def overlap_kernel(
                 pid, gemm_programs, pid,
                 SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
                 READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-                heap_bases, cur_rank, world_size, CLAIM, claim_base,
+                heap_bases, cur_rank, world_size, CLAIM, claim_base, claim_rotate,
                 TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
             )
     else:
@@ -118,16 +120,16 @@ def overlap_kernel(
             pid - gemm_programs, comm_programs, pid,
             SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
             READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-            heap_bases, cur_rank, world_size, CLAIM, claim_base,
+            heap_bases, cur_rank, world_size, CLAIM, claim_base, claim_rotate,
             TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
         )
 
 
 @triton.jit(do_not_specialize=["zero_epoch", "max_spins", "ready_target", "claim_base", "zero_base",
-                               "zero_programs"])
+                               "zero_programs", "claim_rotate"])
 def comm_kernel(
     SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, ZEROED, zero_epoch, CLAIM, claim_base,
+    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, ZEROED, zero_epoch, CLAIM, claim_base, claim_rotate,
     ZERO_COUNT, zero_base, zero_programs,
     heap_bases, cur_rank, world_size: tl.constexpr,
     TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
@@ -146,7 +148,7 @@ def comm_kernel(
         pid, tl.num_programs(0), pid,
         SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
         READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-        heap_bases, cur_rank, world_size, CLAIM, claim_base,
+        heap_bases, cur_rank, world_size, CLAIM, claim_base, claim_rotate,
         TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
     )
 

@@ -133,7 +133,8 @@ class OverlapRun:
         def gemm_for(programs: int) -> StreamKGemm:
             if programs not in self._gemms:
                 plan = plan_streamk(M, self.local_n, self.local_k, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, programs,
-                                    gsize_m=cfg.gsize_m, two_tiles=cfg.two_tiles, schedule=cfg.schedule)
+                                    gsize_m=cfg.gsize_m, two_tiles=cfg.two_tiles, schedule=cfg.schedule,
+                                    sk_first=cfg.sk_first)
                 self._gemms[programs] = StreamKGemm(plan, cfg.datatype, kcfg, device=self.device,
                                                     timeout_s=cfg.timeout_s)
             return self._gemms[programs]
@@ -193,6 +194,8 @@ class OverlapRun:
             "stride_sm": src.stride(0), "stride_sn": src.stride(1),
             "stride_dm": dst.stride(0), "stride_dn": dst.stride(1),
             "READY": self.ready,
+            # Tickets follow the order the GEMM completes tiles in: its Stream-K tiles first with --sk_first.
+            "claim_rotate": self.main.gemm.plan.dp_tiles if cfg.sk_first else 0,
             "ready_target": self.epoch * (self.world if alg == "one_shot" else 1),
             "COMM_TRACE": self.comm_trace if self.tracing else None,
             "ZEROED": self.zeroed, "zero_epoch": self.zero_epoch, "ZERO_COUNT": self.zero_count,

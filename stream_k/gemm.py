@@ -105,14 +105,15 @@ class StreamKGemm:
     @classmethod
     def create(cls, M: int, N: int, K: int, dtype: torch.dtype | str, num_programs: int | None = None, *,
                config: KernelConfig | None = None, schedule: str = "hybrid", two_tiles: bool = True,
-               device: torch.device | str | None = None, timeout_s: float = 10.0) -> StreamKGemm:
+               sk_first: bool = False, device: torch.device | str | None = None,
+               timeout_s: float = 10.0) -> StreamKGemm:
         """Plan M x N x K over num_programs (default: every SM) with `config` (default: default_config)."""
         name = dtype_name(dtype)
         cfg = config if config is not None else default_config(name)
         dev = torch.device(device) if device is not None else default_device()
         programs = num_programs if num_programs is not None else default_num_programs(dev)
         plan = plan_streamk(M, N, K, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, programs, gsize_m=cfg.gsize_m,
-                            two_tiles=two_tiles, schedule=schedule)
+                            two_tiles=two_tiles, schedule=schedule, sk_first=sk_first)
         return cls(plan, name, cfg, device=dev, timeout_s=timeout_s)
 
     # ---- launching ------------------------------------------------------------------------------
@@ -169,7 +170,7 @@ class StreamKGemm:
             "EPILOGUE": epilogue if epilogue is not None else store_and_signal,
             "TIMER": self.timer_kind,
             "INPUT_PRECISION": cfg.input_precision if self.dtype_name == "fp32" else None,
-            "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma,
+            "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma, "SK_FIRST": p.sk_first,
         }
 
     def _descriptors(self, a: torch.Tensor, b: torch.Tensor) -> tuple[Any, Any]:

@@ -23,6 +23,7 @@ The whole work of one GEMM program is the device function
         NUM_XCDS=1,                           # constexpr: >1 remaps pids so consecutive ones share an XCD
         USE_TMA=False,                        # constexpr: A, B are tensor descriptors (blocks [BLK_M, BLK_K],
                                               #   [BLK_K, BLK_N]) loaded by the copy engine (NVIDIA sm_90+)
+        SK_FIRST=False,                       # constexpr: the Stream-K share before the DP tiles
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -37,7 +38,8 @@ tile and signals it; `store_and_signal` (the default) does a masked store of acc
 then, when TILE_FLAGS is not None, a barrier and a release `TILE_FLAGS[tile_id] = epoch`.
 
 Schedule (see stream_k/plan.py, whose `work_items` mirrors this loop): DP tiles 0..dp_tiles-1
-first (p, p+P, ...), then the program's Stream-K range, tile by tile in reverse order. A contributor
+first (p, p+P, ...), then the program's Stream-K range, tile by tile in reverse order; with
+SK_FIRST the Stream-K range first, then the DP tiles. A contributor
 stores its partial into P[pid] and releases LOCKS[pid] = epoch; the owner acquires LOCKS[q] for
 each contributor q in ascending order and adds the partials in that order, so results are
 bit-identical run to run. A fix-up wait that exceeds max_spins records ERR_STREAMK_FIXUP in ERRORS
@@ -164,8 +166,9 @@ def streamk_program(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
+    SK_FIRST: tl.constexpr = False,
 ):
-    """All of one GEMM program's work: its DP tiles, then its Stream-K range (see the module docstring)."""
+    """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring)."""
     pid = remap_xcd(pid, num_programs, NUM_XCDS)
     ACC_TYPE: tl.constexpr = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
     iters_per_tile = tl.cdiv(K, BLK_K)
@@ -181,13 +184,21 @@ def streamk_program(
     for w in range(n_dp + n_sk):
         if GEMM_TRACE is not None:
             t_begin = read_timer(CLOCK, TIMER)
-        if w < n_dp:
-            tile_id = pid + w * num_programs
+        if SK_FIRST:
+            is_dp = w >= n_sk
+            dp_w = w - n_sk
+            sk_w = w
+        else:
+            is_dp = w < n_dp
+            dp_w = w
+            sk_w = w - n_dp
+        if is_dp:
+            tile_id = pid + dp_w * num_programs
             ts = 0
             k_lo = 0
             k_hi = iters_per_tile
         else:
-            ts = last_ts - (w - n_dp)
+            ts = last_ts - sk_w
             tile_id = dp_tiles + ts
             k_lo = tl.maximum(sk_start, ts * iters_per_tile) - ts * iters_per_tile
             k_hi = tl.minimum(sk_end, ts * iters_per_tile + iters_per_tile) - ts * iters_per_tile
@@ -239,6 +250,7 @@ def streamk_gemm_kernel(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
+    SK_FIRST: tl.constexpr = False,
 ):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,)."""
     streamk_program(
@@ -249,5 +261,5 @@ def streamk_gemm_kernel(
         sk_tiles, sk_iters_per_program, sk_iters_remainder,
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
-        BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA,
+        BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
     )

@@ -14,11 +14,12 @@ a *contributor*: it writes its partial accumulator into the workspace `P[pid]` a
 `LOCKS[pid] = epoch`. A contributor's shared tile is always the last tile of its range, so each
 program contributes to at most one tile and `P` needs one BLK_M x BLK_N slot per program.
 
-Each program walks its DP tiles first, then its SK tiles in *reverse* tile order: the contributed
-tile (the last of its range) comes first, the tile it owns with contributors (the first of its
-range) comes last. So a contributor publishes its partial early, the owner asks for it late, and an
-owner only ever waits on lower pids: no wait in practice on a GPU, and never a wait on a program
-that has not run yet in Triton's interpreter, which runs programs one after another in pid order.
+Each program walks its DP tiles first, then its SK tiles in *reverse* tile order (with `sk_first`,
+its SK tiles first and its DP tiles after): the contributed tile (the last of its range) comes
+first, the tile it owns with contributors (the first of its range) comes last. So a contributor
+publishes its partial early, the owner asks for it late, and an owner only ever waits on lower
+pids: no wait in practice on a GPU, and never a wait on a program that has not run yet in
+Triton's interpreter, which runs programs one after another in pid order.
 
 `StreamKPlan.work_items` is the pure-Python mirror of the kernel's loop; tests check it covers every
 iteration exactly once.
@@ -90,6 +91,9 @@ class StreamKPlan:
     sk_iters_remainder: int
     partials_shape: tuple[int, int, int]  # P: one BLK_M x BLK_N fp32/int32 slot per program
     locks_len: int  # LOCKS: one int32 epoch per program
+    # The Stream-K share first, then the DP waves: the memory-heavy fix-up runs before any tile is
+    # ready to communicate, and the GEMM ends on compute-bound DP tiles. Tiles then complete SK first.
+    sk_first: bool = False
 
     # ---- the schedule, as the kernel computes it ------------------------------------------------
 
@@ -118,11 +122,13 @@ class StreamKPlan:
         return list(range(pid, self.dp_tiles, self.num_programs))
 
     def work_items(self, pid: int) -> list[WorkItem]:
-        """Program pid's work in the order the kernel does it: DP tiles, then SK tiles in reverse."""
-        items = [WorkItem(t, 0, self.iters_per_tile, "dp") for t in self.dp_tiles_of(pid)]
+        """Program pid's work in the order the kernel does it: DP tiles, then SK tiles in reverse
+        (SK tiles first with sk_first)."""
+        dp = [WorkItem(t, 0, self.iters_per_tile, "dp") for t in self.dp_tiles_of(pid)]
+        items: list[WorkItem] = []
         start, end = self.sk_range(pid)
         if end <= start:
-            return items
+            return dp
         ipt = self.iters_per_tile
         for ts in range((end - 1) // ipt, start // ipt - 1, -1):
             lo = max(start, ts * ipt) - ts * ipt
@@ -132,7 +138,7 @@ class StreamKPlan:
             else:
                 first = self.program_of(ts * ipt)
                 items.append(WorkItem(self.dp_tiles + ts, lo, hi, "owner", tuple(range(first, pid))))
-        return items
+        return items + dp if self.sk_first else dp + items
 
     def max_iters_per_program(self) -> int:
         """The most MAC iterations any program runs (the critical path, ignoring fix-up)."""
@@ -155,6 +161,7 @@ def plan_streamk(
     gsize_m: int = 8,
     two_tiles: bool = True,
     schedule: str = "hybrid",
+    sk_first: bool = False,
 ) -> StreamKPlan:
     """Split an M x N x K GEMM over num_programs programs.
 
@@ -165,6 +172,7 @@ def plan_streamk(
                 share is tiny); all DP when r == 0.
       "dp":     data-parallel only (the last wave may be partly idle).
       "sk":     every tile Stream-K.
+    sk_first: each program runs its Stream-K share before its DP tiles (see StreamKPlan.sk_first).
     """
     for name, value in (("M", M), ("N", N), ("K", K), ("num_programs", num_programs), ("gsize_m", gsize_m)):
         _check_positive(name, value)
@@ -200,4 +208,5 @@ def plan_streamk(
         sk_iters_remainder=sk_iters_total % num_programs,
         partials_shape=(num_programs, BLK_M, BLK_N),
         locks_len=num_programs,
+        sk_first=sk_first,
     )

@@ -57,6 +57,14 @@ def test_every_mode_validates(algorithm: str, nprocs: int, tmp_path: Path) -> No
             assert rank["partial"]["passed"] is True
 
 
+def test_sk_first_validates(tmp_path: Path) -> None:
+    """--sk_first: the GEMM runs its Stream-K tiles first and the communication takes tiles in that order."""
+    result = run_mpi(2, BENCH, "--algorithm", ",".join(ALGORITHMS), "--mode", "two_streams,fused",
+                     *_args("all_reduce"), "--sk_first", "true", "--validate", "--validate_iters", "2", timeout=600)
+    assert result.stdout.count("validation passed on every rank (2 iteration(s))") == 2 * len(ALGORITHMS), \
+        result.stdout
+
+
 @pytest.mark.slow
 def test_200_back_to_back_iterations_stay_correct() -> None:
     """Outputs are poisoned before every iteration, so a tile consumed on a stale flag shows as wrong."""

@@ -130,6 +130,20 @@ def test_larger_blocks_and_hybrid_waves():
     assert (flags == 1).all()
 
 
+@pytest.mark.parametrize("programs", [4, 5, 7])
+def test_sk_first_order(programs):
+    """The Stream-K share before the DP tiles: same result, every tile stored once by its owner."""
+    name, M, N, K = "fp16", 190, 96, 72
+    gemm = StreamKGemm.create(M, N, K, name, programs, config=_config(name, 32, 32), sk_first=True, device=DEVICE)
+    p = gemm.plan
+    assert p.sk_tiles > 0 and p.dp_tiles > 0 and _has_split_tile(gemm)
+    a, b = _inputs(name, M, N, K, seed=4)
+    c, flags, tr = _run(gemm, a, b)
+    _check(name, a, b, c)
+    assert (flags == gemm.epoch).all()
+    assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+
+
 def test_deterministic_and_epochs_advance():
     name, M, N, K = "fp32", 37, 45, 90
     gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name), schedule="sk", device=DEVICE)

@@ -74,6 +74,18 @@ def test_plan_covers_every_iteration_once(shape, programs, schedule):
     _check_plan(plan)
 
 
+@pytest.mark.parametrize("programs", [2, 5, 7, 64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_sk_first_plan_covers_every_iteration_once_sk_items_first(shape, programs):
+    plan = plan_streamk(*shape, programs, sk_first=True)
+    _check_plan(plan)
+    for pid in range(programs):
+        roles = [w.role == "dp" for w in plan.work_items(pid)]
+        assert roles == sorted(roles), "with sk_first every Stream-K item comes before the DP tiles"
+    assert plan_streamk(*shape, programs).work_items(0) != plan.work_items(0) or plan.sk_tiles == 0 \
+        or plan.dp_tiles == 0
+
+
 @pytest.mark.parametrize("programs", [1, 2, 5, 64])
 def test_plan_without_two_tiles(programs):
     plan = plan_streamk(1000, 700, 300, 64, 128, 32, programs, two_tiles=False)
