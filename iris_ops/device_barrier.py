@@ -26,6 +26,7 @@ import triton.language as tl
 
 from iris_ops.device import (
     ERR_PEER_READY,
+    ERROR_KIND_SCALE,
     decode_error,
     default_timer_kind,
     notify,
@@ -84,5 +85,6 @@ class DeviceBarrier:
         code = int(self.errors.item())
         if code:
             self.errors.zero_()
-            raise RuntimeError(f"rank {self.rank}: device barrier: {decode_error(code)} "
-                               f"(gave up after ~{self.timeout_s:g} s)")
+            kind, peer = divmod(code, ERROR_KIND_SCALE)
+            what = f"rank {peer - 1} did not arrive" if kind == ERR_PEER_READY else decode_error(code)
+            raise RuntimeError(f"rank {self.rank}: device barrier: {what} (gave up after ~{self.timeout_s:g} s)")

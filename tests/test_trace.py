@@ -60,6 +60,22 @@ def test_build_timeline_events_relative_and_skips_untraced() -> None:
     assert tl["meta"]["algorithm"] == "all_reduce"
 
 
+def test_each_rank_on_its_own_origin_when_every_rank_gives_one() -> None:
+    """GPU clocks disagree (by 8 us to 300 us on 2 x H200): with origin_ticks (the start barrier's exit on
+    that rank's clock) each rank is drawn from its own origin, so a clock offset does not show as skew."""
+    far = 250_000_000  # rank 1's clock runs 250 ms ahead of rank 0's
+    r0, r1 = synthetic_rank(0), synthetic_rank(1, offset_ns=far)
+    r0["origin_ticks"], r1["origin_ticks"] = EPOCH_NS - 2000, EPOCH_NS + far - 2000
+    tl = build_timeline([r0, r1])
+    assert tl["origin"] == "each rank's start barrier"
+    starts = [min(e["start_us"] for e in rank["events"] if e["role"] == "gemm") for rank in tl["ranks"]]
+    assert starts == [2.0, 2.0]
+    assert "origin_ticks" not in tl["meta"] and "origin_ticks" not in tl["ranks"][0]["meta"]
+    # One rank without an origin: one shared axis (the earliest timestamp), as before.
+    del r1["origin_ticks"]
+    assert build_timeline([r0, r1])["origin"] == "earliest timestamp of any rank"
+
+
 def test_logical_clock_is_labelled_events() -> None:
     tl = build_timeline([synthetic_rank(0, rate_khz=1)])
     assert tl["time_unit"] == "events"
