@@ -14,8 +14,9 @@ OUT="${OUT:-$(pwd)/out}"
 WORK="${WORK:-/tmp/streamk_pgas_work}"
 mkdir -p "$WORK" "$OUT"
 export PYTHONPATH="$(pwd)${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-# The device tool copies the tree without .git: pass the commit in (STREAMK_PGAS_COMMIT=$(git rev-parse HEAD)
-# in the command you send), or write it to .commit before the run; the logs record it.
+# Pass the commit in (STREAMK_PGAS_COMMIT=$(git rev-parse HEAD) in the command you send): the device's copy
+# of the tree may have no .git or a stale one, and the logs record this variable before git's HEAD.
+# Put --timeout_s 5 in BENCH_ARGS on device runs: a lost flag then costs seconds, not 30 s per wait.
 if [ -z "${STREAMK_PGAS_COMMIT:-}" ]; then
   STREAMK_PGAS_COMMIT="$(git rev-parse --verify -q HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)"
 fi
