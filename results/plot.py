@@ -46,8 +46,8 @@ REFERENCE_COLOR = "0.65"
 REFERENCE_HATCH = "//"
 ROLE_COLORS = {"gemm": "#4c72b0", "wait": "#e8c07d", "comm": "#55a868"}
 GROUP_KEYS = ["device", "world_size", "datatype", "shape"]
-TABLE_COLUMNS = ["producer", "algorithm", "implementation", "mode", "shape", "datatype", "world_size", "gemm_sms",
-                 "e2e_ms", "tflops", "speedup", "valid", "device"]
+TABLE_COLUMNS = ["producer", "algorithm", "implementation", "mode", "options", "shape", "datatype", "world_size",
+                 "gemm_sms", "e2e_ms", "tflops", "speedup", "valid", "device"]
 
 
 # ----------------------------------------------------------------------------------------- table
@@ -59,6 +59,20 @@ def _num(x: Any) -> float:
     return v
 
 
+def _options(flags: dict[str, Any]) -> str:
+    """benchmark.py choices that set runs of one algorithm and mode apart (A/B logs stay apart in the figures)."""
+    tags = []
+    if flags.get("sk_first") is True:
+        tags.append("sk_first")
+    if flags.get("gemm_joins_comm") is False:
+        tags.append("no join")
+    if flags.get("start_sync") == "host":
+        tags.append("host sync")
+    if flags.get("schedule") not in (None, "hybrid"):
+        tags.append(str(flags["schedule"]))
+    return ", ".join(tags)
+
+
 def _row(rec: dict[str, Any]) -> dict[str, Any]:
     sizes, flags, timing = rec.get("sizes", {}), rec.get("flags", {}), rec.get("timing", {})
     kernels = timing.get("kernels_ms") or {}
@@ -68,6 +82,7 @@ def _row(rec: dict[str, Any]) -> dict[str, Any]:
         "algorithm": rec.get("algorithm"),
         "implementation": rec.get("implementation"),
         "mode": rec.get("mode"),
+        "options": _options(flags) if rec.get("producer") == "benchmark" else "",
         "variant": rec.get("variant"),
         "m": m, "n": n, "k": k,
         "shape": f"{m}x{n}x{k}",
@@ -117,7 +132,7 @@ def format_table(df: pd.DataFrame) -> str:
         return "(no timed runs)"
     cols = [c for c in TABLE_COLUMNS if c in df.columns]
     view = df.sort_values(["device", "world_size", "datatype", "shape", "producer", "algorithm", "mode",
-                           "gemm_sms"], na_position="first")[cols]
+                           "options", "gemm_sms"], na_position="first")[cols]
     return view.to_string(index=False, float_format=lambda x: f"{x:.3f}", na_rep="-")
 
 
@@ -134,10 +149,11 @@ def _bar_entries(group: pd.DataFrame) -> list[dict[str, Any]]:
     """One bar per benchmark (algorithm, mode) at its best gemm_sms, then one per reference."""
     entries = []
     bench = group[group["producer"] != "reference"]
-    for (alg, mode), g in bench.groupby(["algorithm", "mode"], dropna=False, sort=True):
+    for (alg, mode, opts), g in bench.groupby(["algorithm", "mode", "options"], dropna=False, sort=True):
         row = g.loc[g["e2e_ms"].idxmin()]
         sms = "" if pd.isna(row["gemm_sms"]) else f"\ng={int(row['gemm_sms'])}"
-        entries.append({"label": f"{alg}\n{mode}{sms}", "row": row, "ref": False,
+        extra = f"\n{opts}" if opts else ""
+        entries.append({"label": f"{alg}\n{mode}{sms}{extra}", "row": row, "ref": False,
                         "color": MODE_COLORS.get(str(mode), "#8172b2")})
     refs = group[group["producer"] == "reference"]
     for (alg, impl), g in refs.groupby(["algorithm", "implementation"], sort=True):
@@ -185,13 +201,14 @@ def plot_sweeps(df: pd.DataFrame, out: Path) -> list[Path]:
     written = []
     for (device, w, dt, shape), group in df.groupby(GROUP_KEYS, sort=True):
         bench = group[(group["producer"] != "reference") & group["gemm_sms"].notna()]
-        if bench.empty or bench.groupby(["algorithm", "mode"])["gemm_sms"].nunique().max() < 2:
+        if bench.empty or bench.groupby(["algorithm", "mode", "options"])["gemm_sms"].nunique().max() < 2:
             continue
         fig, ax = plt.subplots(figsize=(8, 5))
-        for (alg, mode), g in bench.groupby(["algorithm", "mode"], sort=True):
+        for (alg, mode, opts), g in bench.groupby(["algorithm", "mode", "options"], sort=True):
             g = g.groupby("gemm_sms", as_index=False)["e2e_ms"].min().sort_values("gemm_sms")
             style = ALGORITHM_STYLES.get(str(alg), ("-", "o"))
-            ax.plot(g["gemm_sms"].astype(int), g["e2e_ms"], linestyle=style[0], marker=style[1], label=f"{alg} {mode}",
+            label = f"{alg} {mode}" + (f" ({opts})" if opts else "")
+            ax.plot(g["gemm_sms"].astype(int), g["e2e_ms"], linestyle=style[0], marker=style[1], label=label,
                     color=MODE_COLORS.get(str(mode)))
         refs = group[group["producer"] == "reference"]
         for i, ((alg, impl), g) in enumerate(refs.groupby(["algorithm", "implementation"], sort=True)):
