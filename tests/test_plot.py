@@ -82,6 +82,22 @@ def test_speedups_match_the_vendor_reference(logdir: Path) -> None:
     assert df[df["algorithm"] == "gemm"]["speedup"].isna().all()
 
 
+def test_runs_that_differ_in_options_get_their_own_bars(logdir: Path, tmp_path: Path) -> None:
+    """An A/B pair (here --sk_first) of one algorithm and mode must not collapse into one bar."""
+    from results.plot import _bar_entries, load_table
+
+    rec = json.loads((logdir / "one_shot_fused_g2.json").read_text())
+    rec["flags"] = {**rec["flags"], "sk_first": True, "start_sync": "host"}
+    ab = tmp_path / "ab"
+    ab.mkdir()
+    (ab / "a.json").write_text((logdir / "one_shot_fused_g2.json").read_text())
+    (ab / "b.json").write_text(json.dumps(rec))
+    df = load_table([ab])
+    assert sorted(df["options"]) == ["", "sk_first, host sync"]
+    labels = [e["label"] for e in _bar_entries(df)]
+    assert len(labels) == 2 and labels[1].endswith("sk_first, host sync")
+
+
 def test_plot_cli_without_logs_fails(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, str(ROOT / "results" / "plot.py"), str(tmp_path), "--out",
                           str(tmp_path / "f")], capture_output=True, text=True, timeout=120)
