@@ -42,6 +42,13 @@ def _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS):
 
 
 @triton.jit
+def _release_zeroed(ZEROED, zero_epoch, heap_bases, cur_rank, world_size):
+    """ZEROED[cur_rank] = zero_epoch on every rank (release, system scope): this rank's C is zeroed."""
+    for p in range(0, world_size):
+        notify(ZEROED + cur_rank, zero_epoch, cur_rank, p, heap_bases, "sys")
+
+
+@triton.jit
 def _zero_and_signal_c(C, n_elems, part, parts, ZERO_COUNT, zero_base, ZEROED, epoch, heap_bases, cur_rank,
                        world_size, ZERO_BLOCK: tl.constexpr):
     """Zero slice `part` of `parts` of the contiguous C; the last part to finish tells every rank."""
@@ -55,8 +62,7 @@ def _zero_and_signal_c(C, n_elems, part, parts, ZERO_COUNT, zero_base, ZEROED, e
     tl.debug_barrier()
     done = tl.atomic_add(ZERO_COUNT, 1, sem="acq_rel", scope="gpu") - zero_base + 1
     if done == parts:  # the last part: every slice is zeroed (acquired through the counter)
-        for p in range(0, world_size):
-            notify(ZEROED + cur_rank, epoch, cur_rank, p, heap_bases, "sys")
+        _release_zeroed(ZEROED, epoch, heap_bases, cur_rank, world_size)
 
 
 _DNS = ["sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "ready_target",
@@ -156,5 +162,4 @@ def comm_kernel(
 @triton.jit(do_not_specialize=["zero_epoch"])
 def signal_zeroed(ZEROED, zero_epoch, heap_bases, cur_rank, world_size: tl.constexpr):
     """Tell every rank that this rank's C is zeroed for `zero_epoch` (runs after the memset, same stream)."""
-    for p in range(0, world_size):
-        notify(ZEROED + cur_rank, zero_epoch, cur_rank, p, heap_bases, "sys")
+    _release_zeroed(ZEROED, zero_epoch, heap_bases, cur_rank, world_size)
