@@ -133,6 +133,8 @@ def _refuse(args: list[str], flag: str, nprocs: int = 1) -> None:
         (["--num_warps", "3"], "--num_warps"),
         (["--datatype", "int8", "--BLK_K", "16"], "--BLK_K"),
         (["--bogus"], "--bogus"),
+        (["--start_sync", "never"], "--start_sync"),
+        (["--sk_first", "maybe"], "--sk_first"),
         *([(["--algorithm", "all_reduce", "--datatype", "bf16"], "--datatype")] if not on_gpu() else []),
     ],
 )
