@@ -92,6 +92,7 @@ class BenchConfig:
     gemm_joins_comm: bool = True
     start_sync: str = "device"
     sk_first: bool = False
+    sk_rounds: int = 1
     use_tma: bool = False  # resolved from `tma` and the device
     # Filled in by parse_config: which values came from device defaults rather than the command line.
     defaulted: list[str] = field(default_factory=list)
@@ -154,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
     a("--sk_first", default="false",
       help="each GEMM program runs its Stream-K share before its data-parallel tiles (true/false)")
+    a("--sk_rounds", type=int, default=1,
+      help="cut the GEMM's Stream-K tiles into this many rounds of halving size (1-4), so that few tiles "
+      "complete together at the GEMM's end and the communication's tail after it is short")
     a("--start_sync", default="device",
       help="how timed iterations start together: device (a device-side barrier of all ranks' streams right "
       "before the start event) or host (a host barrier only; the devices then start up to tens of us apart)")
@@ -175,7 +179,7 @@ def _kernel_defaults(datatype: str, on_cpu: bool) -> dict[str, int]:
 
 
 SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N", "--start_sync",
-             "--sk_first")
+             "--sk_first", "--sk_rounds")
 
 
 def expand_sweep(argv: list[str]) -> list[list[str]]:
@@ -215,7 +219,8 @@ def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | 
     tile = f"{cfg.COMMUNICATION_TILE_M}x{cfg.COMMUNICATION_TILE_N}"
     sync = "" if cfg.start_sync == "device" else f"_{cfg.start_sync}sync"
     order = "_skfirst" if cfg.sk_first else ""
-    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{order}{sync}.{suffix}"
+    rounds = f"_r{cfg.sk_rounds}" if cfg.sk_rounds != 1 else ""
+    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{order}{rounds}{sync}.{suffix}"
 
 
 def _pow2(x: int) -> bool:
@@ -319,6 +324,10 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
                           f"must be a power of two in [32, 1024] (threads), got {cfg.communication_block_size}")
     if cfg.gsize_m < 1:
         raise ConfigError("--gsize_m", f"must be >= 1, got {cfg.gsize_m}")
+    from stream_k.plan import MAX_SK_ROUNDS
+
+    if not 1 <= cfg.sk_rounds <= MAX_SK_ROUNDS:
+        raise ConfigError("--sk_rounds", f"must be in 1..{MAX_SK_ROUNDS}, got {cfg.sk_rounds}")
     if cfg.validate_iters < 1:
         raise ConfigError("--validate_iters", f"must be >= 1, got {cfg.validate_iters}")
     if cfg.datatype == "int8" and cfg.BLK_K < 32:

@@ -28,7 +28,7 @@ from stream_k.kernel import store_and_signal
 
 _ELEM = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i8"}
 _OUT = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i32"}
-_RUNTIME_INTS = {"sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "cur_rank",
+_RUNTIME_INTS = {"sk_tiles", "epoch", "max_spins", "cur_rank",
                  "world_size", "ready_target", "gemm_programs", "comm_programs", "claim_base", "zero_epoch",
                  "zero_base", "zero_programs", "claim_rotate"}
 TILE_FN = {"all_scatter": all_scatter_tile, "all_reduce": all_reduce_tile, "one_shot": one_shot_tile}
@@ -43,7 +43,8 @@ def _epilogue(algorithm: str, mode: str) -> Any:
 
 
 def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: bool, tma: bool = False,
-                 world_size: int = 2, sk_first: bool = False) -> dict[str, dict[str, Any]]:
+                 world_size: int = 2, sk_first: bool = False, sk_rounds: int = 1
+                 ) -> dict[str, dict[str, Any]]:
     device._ARCH = tl.constexpr(1)  # the NVIDIA code paths, though no GPU is present
     cfg = default_config(datatype, f"sm{arch}")
     e, o = _ELEM[datatype], _OUT[datatype]
@@ -72,6 +73,7 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
                   "EPILOGUE": _epilogue(algorithm, mode),
                   "INPUT_PRECISION": cfg.input_precision if datatype == "fp32" else None,
                   "NUM_XCDS": 1, "USE_TMA": tma, "SK_FIRST": sk_first,
+                  "SK_ROUNDS": sk_rounds,
                   "COMM_AFTER_GEMM": mode in ("fused", "two_streams") or (seq and algorithm == "one_shot"),
                   "GEMM_WAITS_ZEROED": seq and is_ar,
                   "COMM_WAITS_ZEROED": is_ar and mode in ("fused", "two_streams"),
@@ -98,16 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tma", action="store_true", help="the GEMM loads A and B through tensor descriptors")
     ap.add_argument("--world_size", type=int, default=2)
     ap.add_argument("--sk_first", action="store_true", help="the GEMM runs its Stream-K share first")
+    ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds of halving size")
     args = ap.parse_args(argv)
     print(f"triton {triton.__version__}, sm_{args.arch}, {args.datatype}, trace={args.trace}, tma={args.tma}, "
-          f"world_size={args.world_size}")
+          f"world_size={args.world_size}, sk_rounds={args.sk_rounds}")
     print(f"{'algorithm':12} {'mode':17} {'kernel':15} {'regs':>5} {'spill st/ld':>12} {'shared':>8}")
     status = 0
     for alg in args.algorithms.split(","):
         for mode in args.modes.split(","):
             try:
                 kernels = compile_mode(alg, mode, args.datatype, args.arch, args.trace, args.tma, args.world_size,
-                                       args.sk_first)
+                                       args.sk_first, args.sk_rounds)
             except Exception as exc:  # report and go on: one table for every combination
                 print(f"{alg:12} {mode:17} FAILED: {type(exc).__name__}: {str(exc)[:400]}")
                 status = 1

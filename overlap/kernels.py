@@ -65,7 +65,7 @@ def _zero_and_signal_c(C, n_elems, part, parts, ZERO_COUNT, zero_base, ZEROED, e
         _release_zeroed(ZEROED, epoch, heap_bases, cur_rank, world_size)
 
 
-_DNS = ["sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins", "ready_target",
+_DNS = ["sk_tiles", "epoch", "max_spins", "ready_target",
         "gemm_programs", "comm_programs", "claim_base", "zero_base", "zero_programs", "zero_epoch",
         "claim_rotate"]
 
@@ -76,7 +76,7 @@ def overlap_kernel(
     A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    sk_tiles, sk_iters_per_program, sk_iters_remainder,
+    sk_tiles,
     epoch, max_spins,
     heap_bases, cur_rank, world_size: tl.constexpr,
     # communication (iris_ops.comm_loop.comm_program's arguments)
@@ -87,6 +87,7 @@ def overlap_kernel(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr, SK_FIRST: tl.constexpr,
+    SK_ROUNDS: tl.constexpr,
     TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr,
     COMM_AFTER_GEMM: tl.constexpr, GEMM_WAITS_ZEROED: tl.constexpr, COMM_WAITS_ZEROED: tl.constexpr,
     ZERO_C: tl.constexpr,
@@ -100,10 +101,11 @@ def overlap_kernel(
             A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
             M, N, K,
             stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-            sk_tiles, sk_iters_per_program, sk_iters_remainder,
+            sk_tiles,
             epoch, max_spins,
             heap_bases, cur_rank, world_size,
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
+            SK_ROUNDS,
         )
         if COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
             if COMM_WAITS_ZEROED:

@@ -142,7 +142,7 @@ class OverlapRun:
             if programs not in self._gemms:
                 plan = plan_streamk(M, self.local_n, self.local_k, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, programs,
                                     gsize_m=cfg.gsize_m, two_tiles=cfg.two_tiles, schedule=cfg.schedule,
-                                    sk_first=cfg.sk_first)
+                                    sk_first=cfg.sk_first, sk_rounds=cfg.sk_rounds)
                 self._gemms[programs] = StreamKGemm(plan, cfg.datatype, kcfg, device=self.device,
                                                     timeout_s=cfg.timeout_s)
             return self._gemms[programs]

@@ -64,6 +64,8 @@ def _options(flags: dict[str, Any]) -> str:
     tags = []
     if flags.get("sk_first") is True:
         tags.append("sk_first")
+    if flags.get("sk_rounds", 1) not in (None, 1):
+        tags.append(f"{flags['sk_rounds']} rounds")
     if flags.get("gemm_joins_comm") is False:
         tags.append("no join")
     if flags.get("start_sync") == "host":

@@ -27,7 +27,7 @@ from stream_k.kernel import store_and_signal, streamk_gemm_kernel
 
 _PTR = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int8": "*i8"}
 _OUT = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int8": "*i32"}
-_NOT_SPECIALISED = {"sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins",
+_NOT_SPECIALISED = {"sk_tiles", "epoch", "max_spins",
                     "cur_rank", "world_size"}
 
 
@@ -37,7 +37,7 @@ def _tool(name: str) -> str:
 
 
 def compile_kernel(dtype_name: str, cfg: KernelConfig, arch: int = 90, trace: bool = False,
-                   even_k: bool = True) -> dict[str, Any]:
+                   even_k: bool = True, sk_rounds: int = 1) -> dict[str, Any]:
     """Compile streamk_gemm_kernel for sm_<arch>; return registers, spills, shared bytes and the compiled kernel."""
     device._ARCH = tl.constexpr(1)  # compile the NVIDIA paths (acquire loads) though no GPU is present
     fn = streamk_gemm_kernel
@@ -50,7 +50,7 @@ def compile_kernel(dtype_name: str, cfg: KernelConfig, arch: int = 90, trace: bo
         "EVEN_K": even_k, "EPILOGUE": store_and_signal,
         "TIMER": device.TIMER_GLOBALTIMER if trace else device.TIMER_LOGICAL,
         "INPUT_PRECISION": cfg.input_precision if dtype_name == "fp32" else None,
-        "NUM_XCDS": 1, "USE_TMA": cfg.tma,
+        "NUM_XCDS": 1, "USE_TMA": cfg.tma, "SK_FIRST": False, "SK_ROUNDS": sk_rounds,
     }
     if cfg.tma:
         elem = _PTR[dtype_name][1:]
@@ -134,13 +134,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", action="store_true", help="tile flags and trace on")
     ap.add_argument("--ragged_k", action="store_true", help="EVEN_K=False (peeled masked last K block)")
     ap.add_argument("--tma", action="store_true", help="tensor-descriptor loads (KernelConfig.tma)")
+    ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds of halving size")
     args = ap.parse_args(argv)
-    print(f"triton {triton.__version__}, sm_{args.arch}, trace={args.trace}, even_k={not args.ragged_k}")
+    print(f"triton {triton.__version__}, sm_{args.arch}, trace={args.trace}, even_k={not args.ragged_k}, "
+          f"sk_rounds={args.sk_rounds}")
     print(f"{'dtype':6} {'config':28} {'regs':>5} {'spill st/ld':>12} {'stack':>6} {'shared':>8} wgmma")
     worst = 0
     for name in args.dtypes.split(","):
         cfg = default_config(name, f"sm{args.arch}").replace(tma=args.tma)
-        u = compile_kernel(name, cfg, args.arch, args.trace, even_k=not args.ragged_k)
+        u = compile_kernel(name, cfg, args.arch, args.trace, even_k=not args.ragged_k, sk_rounds=args.sk_rounds)
         desc = f"{cfg.BLK_M}x{cfg.BLK_N}x{cfg.BLK_K} s{cfg.num_stages} w{cfg.num_warps}"
         print(f"{name:6} {desc:28} {u['registers']:>5} {u['spill_stores']:>5}/{u['spill_loads']:<6} "
               f"{u['stack']:>6} {u['shared']:>8} {u['wgmma']}")

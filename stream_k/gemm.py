@@ -105,7 +105,7 @@ class StreamKGemm:
     @classmethod
     def create(cls, M: int, N: int, K: int, dtype: torch.dtype | str, num_programs: int | None = None, *,
                config: KernelConfig | None = None, schedule: str = "hybrid", two_tiles: bool = True,
-               sk_first: bool = False, device: torch.device | str | None = None,
+               sk_first: bool = False, sk_rounds: int = 1, device: torch.device | str | None = None,
                timeout_s: float = 10.0) -> StreamKGemm:
         """Plan M x N x K over num_programs (default: every SM) with `config` (default: default_config)."""
         name = dtype_name(dtype)
@@ -113,7 +113,8 @@ class StreamKGemm:
         dev = torch.device(device) if device is not None else default_device()
         programs = num_programs if num_programs is not None else default_num_programs(dev)
         plan = plan_streamk(M, N, K, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, programs, gsize_m=cfg.gsize_m,
-                            two_tiles=two_tiles, schedule=schedule, sk_first=sk_first)
+                            two_tiles=two_tiles, schedule=schedule, sk_first=sk_first,
+                            sk_rounds=sk_rounds)
         return cls(plan, name, cfg, device=dev, timeout_s=timeout_s)
 
     # ---- launching ------------------------------------------------------------------------------
@@ -162,8 +163,7 @@ class StreamKGemm:
             "M": p.M, "N": p.N, "K": p.K,
             "stride_am": a.stride(0), "stride_ak": a.stride(1), "stride_bk": b.stride(0), "stride_bn": b.stride(1),
             "stride_cm": c.stride(0), "stride_cn": c.stride(1),
-            "sk_tiles": p.sk_tiles, "sk_iters_per_program": p.sk_iters_per_program,
-            "sk_iters_remainder": p.sk_iters_remainder,
+            "sk_tiles": p.sk_tiles,
             "epoch": self.next_epoch(epoch), "max_spins": self.max_spins,
             "heap_bases": heap_bases, "cur_rank": cur_rank, "world_size": world_size,
             "BLK_M": p.BLK_M, "BLK_N": p.BLK_N, "BLK_K": p.BLK_K, "GSIZE_M": p.gsize_m, "EVEN_K": p.even_k,
@@ -171,6 +171,7 @@ class StreamKGemm:
             "TIMER": self.timer_kind,
             "INPUT_PRECISION": cfg.input_precision if self.dtype_name == "fp32" else None,
             "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma, "SK_FIRST": p.sk_first,
+            "SK_ROUNDS": p.sk_rounds,
         }
 
     def _descriptors(self, a: torch.Tensor, b: torch.Tensor) -> tuple[Any, Any]:

@@ -11,7 +11,7 @@ The whole work of one GEMM program is the device function
                                               #   1-element int64 (logical timer); int32 [1] error word
         M, N, K,
         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-        sk_tiles, sk_iters_per_program, sk_iters_remainder,   # from StreamKPlan
+        sk_tiles,                             # from StreamKPlan (its SK rounds are computed in-kernel)
         epoch,                                # > every earlier launch's epoch on this workspace
         max_spins,                            # poll budget of a fix-up wait (iris_ops.device.spin_budget)
         heap_bases, cur_rank, world_size,     # handed to EPILOGUE untouched (None, 0, 1 on one GPU)
@@ -24,6 +24,7 @@ The whole work of one GEMM program is the device function
         USE_TMA=False,                        # constexpr: A, B are tensor descriptors (blocks [BLK_M, BLK_K],
                                               #   [BLK_K, BLK_N]) loaded by the copy engine (NVIDIA sm_90+)
         SK_FIRST=False,                       # constexpr: the Stream-K share before the DP tiles
+        SK_ROUNDS=1,                          # constexpr: Stream-K rounds of halving size (plan.sk_rounds)
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -38,11 +39,11 @@ tile and signals it; `store_and_signal` (the default) does a masked store of acc
 then, when TILE_FLAGS is not None, a barrier and a release `TILE_FLAGS[tile_id] = epoch`.
 
 Schedule (see stream_k/plan.py, whose `work_items` mirrors this loop): DP tiles 0..dp_tiles-1
-first (p, p+P, ...), then the program's Stream-K range, tile by tile in reverse order; with
-SK_FIRST the Stream-K range first, then the DP tiles. A contributor
-stores its partial into P[pid] and releases LOCKS[pid] = epoch; the owner acquires LOCKS[q] for
-each contributor q in ascending order and adds the partials in that order, so results are
-bit-identical run to run. A fix-up wait that exceeds max_spins records ERR_STREAMK_FIXUP in ERRORS
+first (p, p+P, ...), then the program's Stream-K range of each round, tile by tile in reverse order;
+with SK_FIRST the Stream-K ranges first, then the DP tiles. A contributor in round r
+stores its partial into P[r * P + pid] and releases LOCKS[r * P + pid] = epoch; the owner acquires
+the LOCKS of each contributor q in ascending order and adds the partials in that order, so results
+are bit-identical run to run. A fix-up wait that exceeds max_spins records ERR_STREAMK_FIXUP in ERRORS
 and carries on (the tile is then wrong, and the host raises), so nothing can hang.
 
 Main loop: full BLK_K steps with unmasked loads (rows / columns past M / N are clamped to 0 and
@@ -97,6 +98,28 @@ def _sk_program_of(i, ipp, rem):
     """The program whose Stream-K range holds SK iteration i (ranges: ipp + 1 for the first rem)."""
     big = rem * (ipp + 1)
     return tl.where(i < big, i // (ipp + 1), rem + (i - big) // tl.maximum(ipp, 1))
+
+
+@triton.jit
+def _sk_round(r: tl.constexpr, pid, num_programs, sk_tiles, iters_per_tile, SK_ROUNDS: tl.constexpr):
+    """Round r of the Stream-K tiles (plan.round_bounds: sizes 2^(R-1) : ... : 1): its first tile
+    (counted from the first SK tile), iterations per program, remainder, and pid's [start, end) in it."""
+    WHOLE: tl.constexpr = (1 << SK_ROUNDS) - 1
+    LO: tl.constexpr = (1 << SK_ROUNDS) - (1 << (SK_ROUNDS - r))
+    HI: tl.constexpr = (1 << SK_ROUNDS) - (1 << (SK_ROUNDS - r - 1))
+    first = sk_tiles * LO // WHOLE
+    iters = (sk_tiles * HI // WHOLE - first) * iters_per_tile
+    ipp = iters // num_programs
+    rem = iters % num_programs
+    start = pid * ipp + tl.minimum(pid, rem)
+    end = start + ipp + (pid < rem).to(tl.int32)
+    return first, ipp, rem, start, end
+
+
+@triton.jit
+def _sk_items(start, end, iters_per_tile):
+    """How many tiles the iteration range [start, end) touches."""
+    return tl.where(end > start, (end - 1) // iters_per_tile - start // iters_per_tile + 1, 0)
 
 
 @triton.jit
@@ -160,13 +183,13 @@ def streamk_program(
     A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    sk_tiles, sk_iters_per_program, sk_iters_remainder,
+    sk_tiles,
     epoch, max_spins,
     heap_bases, cur_rank, world_size,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
-    SK_FIRST: tl.constexpr = False,
+    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring)."""
     pid = remap_xcd(pid, num_programs, NUM_XCDS)
@@ -176,10 +199,10 @@ def streamk_program(
     dp_tiles = num_tiles - sk_tiles
     n_dp = (dp_tiles + num_programs - 1 - pid) // num_programs
 
-    sk_start = pid * sk_iters_per_program + tl.minimum(pid, sk_iters_remainder)
-    sk_end = sk_start + sk_iters_per_program + (pid < sk_iters_remainder).to(tl.int32)
-    last_ts = (sk_end - 1) // iters_per_tile
-    n_sk = tl.where(sk_end > sk_start, last_ts - sk_start // iters_per_tile + 1, 0)
+    n_sk = 0
+    for r in tl.static_range(SK_ROUNDS):
+        _, _, _, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile, SK_ROUNDS)
+        n_sk += _sk_items(start_r, end_r, iters_per_tile)
 
     for w in range(n_dp + n_sk):
         if GEMM_TRACE is not None:
@@ -192,14 +215,36 @@ def streamk_program(
             is_dp = w < n_dp
             dp_w = w
             sk_w = w - n_dp
+        # This item's SK round: its first tile, split (ipp, rem), pid's range, and the item's index in it.
+        rnd = 0
+        first_tile = 0
+        sk_ipp = 0
+        sk_rem = 0
+        sk_start = 0
+        sk_end = 0
+        item = sk_w
+        seen = 0
+        for r in tl.static_range(SK_ROUNDS):
+            first_r, ipp_r, rem_r, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile,
+                                                              SK_ROUNDS)
+            n_r = _sk_items(start_r, end_r, iters_per_tile)
+            hit = (sk_w >= seen) & (sk_w < seen + n_r)
+            rnd = tl.where(hit, r, rnd)
+            first_tile = tl.where(hit, first_r, first_tile)
+            sk_ipp = tl.where(hit, ipp_r, sk_ipp)
+            sk_rem = tl.where(hit, rem_r, sk_rem)
+            sk_start = tl.where(hit, start_r, sk_start)
+            sk_end = tl.where(hit, end_r, sk_end)
+            item = tl.where(hit, sk_w - seen, item)
+            seen += n_r
         if is_dp:
             tile_id = pid + dp_w * num_programs
             ts = 0
             k_lo = 0
             k_hi = iters_per_tile
         else:
-            ts = last_ts - sk_w
-            tile_id = dp_tiles + ts
+            ts = (sk_end - 1) // iters_per_tile - item
+            tile_id = dp_tiles + first_tile + ts
             k_lo = tl.maximum(sk_start, ts * iters_per_tile) - ts * iters_per_tile
             k_hi = tl.minimum(sk_end, ts * iters_per_tile + iters_per_tile) - ts * iters_per_tile
         pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
@@ -217,19 +262,21 @@ def streamk_program(
 
         if k_hi < iters_per_tile:
             # Contributor: publish the partial for the tile's owner (a higher pid).
-            tl.store(_partial_ptrs(P, pid, BLK_M, BLK_N), acc)
+            slot = rnd * num_programs + pid
+            tl.store(_partial_ptrs(P, slot, BLK_M, BLK_N), acc)
             tl.debug_barrier()
-            tl.atomic_xchg(LOCKS + pid, epoch, sem="release", scope="gpu")
+            tl.atomic_xchg(LOCKS + slot, epoch, sem="release", scope="gpu")
         else:
             if k_lo > 0:
                 # Owner of a split tile: add the contributors' partials, lowest pid first.
-                first = _sk_program_of(ts * iters_per_tile, sk_iters_per_program, sk_iters_remainder)
+                first = _sk_program_of(ts * iters_per_tile, sk_ipp, sk_rem)
+                base = rnd * num_programs
                 for q in range(first, pid):
                     # scope passed explicitly: triton 3.6 rejects a str default of a called function.
-                    if not wait_local(LOCKS + q, epoch, max_spins, "gpu"):
+                    if not wait_local(LOCKS + base + q, epoch, max_spins, "gpu"):
                         # .value: a plain int (the interpreter mishandles constexpr + tensor in record_error).
                         record_error(ERRORS, _ERR_FIXUP.value, tile_id)
-                    acc += tl.load(_partial_ptrs(P, q, BLK_M, BLK_N), cache_modifier=".cg")
+                    acc += tl.load(_partial_ptrs(P, base + q, BLK_M, BLK_N), cache_modifier=".cg")
             EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                      heap_bases, cur_rank, world_size)
             if GEMM_TRACE is not None:
@@ -239,18 +286,18 @@ def streamk_program(
                 tl.store(GEMM_TRACE + tile_id * 3 + 2, pid.to(tl.int64))
 
 
-@triton.jit(do_not_specialize=["sk_tiles", "sk_iters_per_program", "sk_iters_remainder", "epoch", "max_spins"])
+@triton.jit(do_not_specialize=["sk_tiles", "epoch", "max_spins"])
 def streamk_gemm_kernel(
     A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    sk_tiles, sk_iters_per_program, sk_iters_remainder,
+    sk_tiles,
     epoch, max_spins,
     heap_bases, cur_rank, world_size,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
-    SK_FIRST: tl.constexpr = False,
+    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1,
 ):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,)."""
     streamk_program(
@@ -258,8 +305,9 @@ def streamk_gemm_kernel(
         A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
         M, N, K,
         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-        sk_tiles, sk_iters_per_program, sk_iters_remainder,
+        sk_tiles,
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
+        SK_ROUNDS,
     )

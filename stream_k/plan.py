@@ -6,17 +6,28 @@ ceil(K / BLK_K)` MAC-loop iterations. Tiles `0 .. dp_tiles-1` are data-parallel 
 computes tiles p, p + P, p + 2P, ... whole. The last `sk_tiles` tiles are Stream-K (SK): their
 `sk_iters_total = sk_tiles * iters_per_tile` iterations, laid end to end (tile after tile, each
 tile's K iterations consecutive), are cut into `num_programs` contiguous ranges that differ by at
-most one iteration (the first `sk_iters_remainder` programs get one more).
+most one iteration (the first `rem` programs get one more).
+
+Rounds (`sk_rounds` R >= 1). The SK tiles may be cut into R consecutive groups of geometrically
+shrinking size (tile counts in the ratio 2^(R-1) : ... : 2 : 1, `round_bounds`), each split as
+above over all programs and run one after the other. Every program ends on a piece of a tile
+that completes at the very end, so the number of tiles completing together at the end is the
+number of tiles in the last SK group; with rounds that group is small (its tiles split across
+several programs each), and the bigger groups before it complete while the GEMM still has work.
+Communication that waits for finished tiles then has a short tail after the GEMM (the point of
+rounds in overlap/; the GEMM alone gains nothing from them).
 
 A tile whose iterations fall into several programs' ranges is *split*. Its *owner* is the program
 that computes its last K iteration (the highest pid touching it); every other program touching it is
-a *contributor*: it writes its partial accumulator into the workspace `P[pid]` and publishes
-`LOCKS[pid] = epoch`. A contributor's shared tile is always the last tile of its range, so each
-program contributes to at most one tile and `P` needs one BLK_M x BLK_N slot per program.
+a *contributor*: it writes its partial accumulator into the workspace `P[slot]` and publishes
+`LOCKS[slot] = epoch`, slot = round * num_programs + pid. A contributor's shared tile is always the
+last tile of its range in a round, so each program contributes to at most one tile per round and `P`
+needs one BLK_M x BLK_N slot per program and round.
 
-Each program walks its DP tiles first, then its SK tiles in *reverse* tile order (with `sk_first`,
-its SK tiles first and its DP tiles after): the contributed tile (the last of its range) comes
-first, the tile it owns with contributors (the first of its range) comes last. So a contributor
+Each program walks its DP tiles first, then its SK tiles round by round, in *reverse* tile order
+inside a round (with `sk_first`, its SK tiles first and its DP tiles after): the contributed tile
+(the last of its range) comes first, the tile it owns with contributors (the first of its range)
+comes last. So a contributor
 publishes its partial early, the owner asks for it late, and an owner only ever waits on lower
 pids: no wait in practice on a GPU, and never a wait on a program that has not run yet in
 Triton's interpreter, which runs programs one after another in pid order.
@@ -63,6 +74,7 @@ class WorkItem:
     k_hi: int
     role: str
     contributors: tuple[int, ...] = ()
+    round: int = 0  # the SK round (0 for DP tiles); workspace slot = round * num_programs + pid
 
 
 @dataclass(frozen=True)
@@ -87,66 +99,98 @@ class StreamKPlan:
     sk_tiles: int
     dp_tiles: int
     sk_iters_total: int
-    sk_iters_per_program: int
-    sk_iters_remainder: int
-    partials_shape: tuple[int, int, int]  # P: one BLK_M x BLK_N fp32/int32 slot per program
-    locks_len: int  # LOCKS: one int32 epoch per program
+    partials_shape: tuple[int, int, int]  # P: one BLK_M x BLK_N fp32/int32 slot per program and round
+    locks_len: int  # LOCKS: one int32 epoch per program and round
     # The Stream-K share first, then the DP waves: the memory-heavy fix-up runs before any tile is
     # ready to communicate, and the GEMM ends on compute-bound DP tiles. Tiles then complete SK first.
     sk_first: bool = False
+    sk_rounds: int = 1
 
     # ---- the schedule, as the kernel computes it ------------------------------------------------
 
-    def sk_range(self, pid: int) -> tuple[int, int]:
-        """[start, end) of program pid's share of the Stream-K iteration space."""
-        ipp, rem = self.sk_iters_per_program, self.sk_iters_remainder
+    def round_bounds(self) -> tuple[int, ...]:
+        """b_0 = 0 < ... <= b_R = sk_tiles: round r holds SK tiles [b_r, b_r+1) (counted from the
+        first SK tile), sizes in the ratio 2^(R-1) : ... : 1. The kernel computes the same integers."""
+        return round_bounds(self.sk_tiles, self.sk_rounds)
+
+    def round_split(self, r: int) -> tuple[int, int, int]:
+        """Round r's first SK tile, iterations per program, and how many programs get one more."""
+        b = self.round_bounds()
+        iters = (b[r + 1] - b[r]) * self.iters_per_tile
+        return b[r], iters // self.num_programs, iters % self.num_programs
+
+    def sk_range(self, pid: int, r: int = 0) -> tuple[int, int]:
+        """[start, end) of program pid's share of round r's iterations (counted from the round's start)."""
+        _, ipp, rem = self.round_split(r)
         start = pid * ipp + min(pid, rem)
         return start, start + ipp + (1 if pid < rem else 0)
 
-    def program_of(self, sk_iter: int) -> int:
-        """The program whose Stream-K range holds global SK iteration `sk_iter`."""
-        ipp, rem = self.sk_iters_per_program, self.sk_iters_remainder
+    def program_of(self, sk_iter: int, r: int = 0) -> int:
+        """The program whose share of round r holds that round's iteration `sk_iter`."""
+        _, ipp, rem = self.round_split(r)
         big = rem * (ipp + 1)
         if sk_iter < big:
             return sk_iter // (ipp + 1)
         return rem + (sk_iter - big) // max(ipp, 1)
 
+    def round_of(self, tile_id: int) -> int:
+        """The SK round of tile `tile_id` (an SK tile)."""
+        ts = tile_id - self.dp_tiles
+        b = self.round_bounds()
+        return next(r for r in range(self.sk_rounds) if b[r] <= ts < b[r + 1])
+
     def owner(self, tile_id: int) -> int:
         """The program that stores tile `tile_id` (for a DP tile, the program that computes it)."""
         if tile_id < self.dp_tiles:
             return tile_id % self.num_programs
-        ts = tile_id - self.dp_tiles
-        return self.program_of(ts * self.iters_per_tile + self.iters_per_tile - 1)
+        r = self.round_of(tile_id)
+        ts = tile_id - self.dp_tiles - self.round_bounds()[r]
+        return self.program_of(ts * self.iters_per_tile + self.iters_per_tile - 1, r)
 
     def dp_tiles_of(self, pid: int) -> list[int]:
         return list(range(pid, self.dp_tiles, self.num_programs))
 
     def work_items(self, pid: int) -> list[WorkItem]:
-        """Program pid's work in the order the kernel does it: DP tiles, then SK tiles in reverse
-        (SK tiles first with sk_first)."""
+        """Program pid's work in the order the kernel does it: DP tiles, then SK tiles round by round,
+        in reverse inside a round (SK tiles first with sk_first)."""
         dp = [WorkItem(t, 0, self.iters_per_tile, "dp") for t in self.dp_tiles_of(pid)]
         items: list[WorkItem] = []
-        start, end = self.sk_range(pid)
-        if end <= start:
-            return dp
         ipt = self.iters_per_tile
-        for ts in range((end - 1) // ipt, start // ipt - 1, -1):
-            lo = max(start, ts * ipt) - ts * ipt
-            hi = min(end, ts * ipt + ipt) - ts * ipt
-            if hi < ipt:
-                items.append(WorkItem(self.dp_tiles + ts, lo, hi, "contributor"))
-            else:
-                first = self.program_of(ts * ipt)
-                items.append(WorkItem(self.dp_tiles + ts, lo, hi, "owner", tuple(range(first, pid))))
+        for r in range(self.sk_rounds):
+            first_tile = self.dp_tiles + self.round_split(r)[0]
+            start, end = self.sk_range(pid, r)
+            if end <= start:
+                continue
+            for ts in range((end - 1) // ipt, start // ipt - 1, -1):
+                lo = max(start, ts * ipt) - ts * ipt
+                hi = min(end, ts * ipt + ipt) - ts * ipt
+                if hi < ipt:
+                    items.append(WorkItem(first_tile + ts, lo, hi, "contributor", round=r))
+                else:
+                    first = self.program_of(ts * ipt, r)
+                    items.append(WorkItem(first_tile + ts, lo, hi, "owner", tuple(range(first, pid)), r))
         return items + dp if self.sk_first else dp + items
 
     def max_iters_per_program(self) -> int:
         """The most MAC iterations any program runs (the critical path, ignoring fix-up)."""
         dp = cdiv(self.dp_tiles, self.num_programs) * self.iters_per_tile
-        return dp + self.sk_iters_per_program + (1 if self.sk_iters_remainder else 0)
+        sk = 0
+        for r in range(self.sk_rounds):
+            _, ipp, rem = self.round_split(r)
+            sk += ipp + (1 if rem else 0)
+        return dp + sk
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+MAX_SK_ROUNDS = 4
+
+
+def round_bounds(sk_tiles: int, rounds: int) -> tuple[int, ...]:
+    """Tile boundaries of `rounds` SK rounds over `sk_tiles` tiles, sizes 2^(R-1) : ... : 1 (floored)."""
+    whole = (1 << rounds) - 1
+    return tuple(sk_tiles * ((1 << rounds) - (1 << (rounds - r))) // whole for r in range(rounds + 1))
 
 
 def plan_streamk(
@@ -162,6 +206,7 @@ def plan_streamk(
     two_tiles: bool = True,
     schedule: str = "hybrid",
     sk_first: bool = False,
+    sk_rounds: int = 1,
 ) -> StreamKPlan:
     """Split an M x N x K GEMM over num_programs programs.
 
@@ -173,11 +218,14 @@ def plan_streamk(
       "dp":     data-parallel only (the last wave may be partly idle).
       "sk":     every tile Stream-K.
     sk_first: each program runs its Stream-K share before its DP tiles (see StreamKPlan.sk_first).
+    sk_rounds: cut the Stream-K tiles into this many rounds of halving size (module docstring).
     """
     for name, value in (("M", M), ("N", N), ("K", K), ("num_programs", num_programs), ("gsize_m", gsize_m)):
         _check_positive(name, value)
     for name, value in (("BLK_M", BLK_M), ("BLK_N", BLK_N), ("BLK_K", BLK_K)):
         _check_block(name, value)
+    if not isinstance(sk_rounds, int) or not 1 <= sk_rounds <= MAX_SK_ROUNDS:
+        raise ValueError(f"sk_rounds must be an integer in 1..{MAX_SK_ROUNDS}; got {sk_rounds!r}")
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}; got {schedule!r}")
 
@@ -204,9 +252,8 @@ def plan_streamk(
         even_k=K % BLK_K == 0,
         sk_tiles=sk_tiles, dp_tiles=num_tiles - sk_tiles,
         sk_iters_total=sk_iters_total,
-        sk_iters_per_program=sk_iters_total // num_programs,
-        sk_iters_remainder=sk_iters_total % num_programs,
-        partials_shape=(num_programs, BLK_M, BLK_N),
-        locks_len=num_programs,
+        partials_shape=(sk_rounds * num_programs, BLK_M, BLK_N),
+        locks_len=sk_rounds * num_programs,
         sk_first=sk_first,
+        sk_rounds=sk_rounds,
     )

@@ -65,6 +65,18 @@ def test_sk_first_validates(tmp_path: Path) -> None:
         result.stdout
 
 
+def test_sk_rounds_validate(tmp_path: Path) -> None:
+    """--sk_rounds 3: the GEMM's 3 Stream-K tiles (of 9 on 2 programs) in three rounds of one tile, each
+    split over both programs, with the communication taking tiles as they complete."""
+    result = run_mpi(2, BENCH, "--algorithm", ",".join(ALGORITHMS), "--mode", "two_streams,fused",
+                     *_args("all_reduce"), "--sk_rounds", "3", "--validate", "--validate_iters", "2",
+                     "--output_file", str(tmp_path / "run.json"), timeout=600)
+    assert result.stdout.count("validation passed on every rank (2 iteration(s))") == 2 * len(ALGORITHMS), \
+        result.stdout
+    record = json.loads((tmp_path / "run_all_reduce_fused_g2_ct16x32_r3.json").read_text())
+    assert record["flags"]["sk_rounds"] == 3
+
+
 @pytest.mark.slow
 def test_200_back_to_back_iterations_stay_correct() -> None:
     """Outputs are poisoned before every iteration, so a tile consumed on a stale flag shows as wrong."""
@@ -135,6 +147,8 @@ def _refuse(args: list[str], flag: str, nprocs: int = 1) -> None:
         (["--bogus"], "--bogus"),
         (["--start_sync", "never"], "--start_sync"),
         (["--sk_first", "maybe"], "--sk_first"),
+        (["--sk_rounds", "5"], "--sk_rounds"),
+        (["--sk_rounds", "0"], "--sk_rounds"),
         *([(["--algorithm", "all_reduce", "--datatype", "bf16"], "--datatype")] if not on_gpu() else []),
     ],
 )

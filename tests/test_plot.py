@@ -87,15 +87,15 @@ def test_runs_that_differ_in_options_get_their_own_bars(logdir: Path, tmp_path: 
     from results.plot import _bar_entries, load_table
 
     rec = json.loads((logdir / "one_shot_fused_g2.json").read_text())
-    rec["flags"] = {**rec["flags"], "sk_first": True, "start_sync": "host"}
+    rec["flags"] = {**rec["flags"], "sk_first": True, "start_sync": "host", "sk_rounds": 2}
     ab = tmp_path / "ab"
     ab.mkdir()
     (ab / "a.json").write_text((logdir / "one_shot_fused_g2.json").read_text())
     (ab / "b.json").write_text(json.dumps(rec))
     df = load_table([ab])
-    assert sorted(df["options"]) == ["", "sk_first, host sync"]
+    assert sorted(df["options"]) == ["", "sk_first, 2 rounds, host sync"]
     labels = [e["label"] for e in _bar_entries(df)]
-    assert len(labels) == 2 and labels[1].endswith("sk_first, host sync")
+    assert len(labels) == 2 and labels[1].endswith("sk_first, 2 rounds, host sync")
 
 
 def test_plot_cli_without_logs_fails(tmp_path: Path) -> None:

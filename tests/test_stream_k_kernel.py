@@ -144,6 +144,25 @@ def test_sk_first_order(programs):
     assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
 
 
+@pytest.mark.parametrize(("rounds", "sk_first", "programs"),
+                         [(2, False, 4), (3, False, 5), (4, False, 7), (2, True, 5)])
+def test_sk_rounds(rounds, sk_first, programs):
+    """Stream-K tiles in rounds of halving size: same result, every tile stored once by the plan's
+    owner, and a second launch (new epoch, round slots reused) still right."""
+    name, M, N, K = "bf16", 190, 96, 136
+    gemm = StreamKGemm.create(M, N, K, name, programs, config=_config(name, 32, 32), sk_rounds=rounds,
+                              sk_first=sk_first, device=DEVICE)
+    p = gemm.plan
+    assert p.sk_rounds == rounds and len(set(p.round_bounds())) > 2, "at least two non-empty rounds"
+    assert any(w.role == "contributor" and w.round > 0 for pid in range(programs) for w in p.work_items(pid))
+    for seed in (5, 6):
+        a, b = _inputs(name, M, N, K, seed=seed)
+        c, flags, tr = _run(gemm, a, b)
+        _check(name, a, b, c)
+        assert (flags == gemm.epoch).all()
+        assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+
+
 def test_deterministic_and_epochs_advance():
     name, M, N, K = "fp32", 37, 45, 90
     gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name), schedule="sk", device=DEVICE)
@@ -192,20 +211,21 @@ def test_custom_epilogue_runs_once_per_tile():
 @triton.jit
 def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                       sk_tiles, sk_iters_per_program, sk_iters_remainder, epoch, max_spins,
+                       sk_tiles, epoch, max_spins,
                        heap_bases, cur_rank, world_size, SEEN, gemm_programs, only_pid, waiter_spins,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
                        EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-                       INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr):
+                       INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
+                       SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr):
     """Programs < gemm_programs run the GEMM (only `only_pid` if >= 0); the next one waits on every tile flag."""
     pid = tl.program_id(0)
     if pid < gemm_programs:
         if (only_pid < 0) | (pid == only_pid):
             streamk_program(pid, gemm_programs, A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
                             stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                            sk_tiles, sk_iters_per_program, sk_iters_remainder, epoch, max_spins,
+                            sk_tiles, epoch, max_spins,
                             heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
-                            TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA)
+                            TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):

@@ -26,16 +26,22 @@ def _check_plan(plan: StreamKPlan) -> None:
     stored: Counter[int] = Counter()
     contributors_seen: dict[int, list[int]] = defaultdict(list)
     owners: dict[int, tuple[int, tuple[int, ...]]] = {}
-    sk_iters = []
+    sk_iters: dict[int, list[int]] = defaultdict(list)
+    bounds = plan.round_bounds()
     for pid in range(plan.num_programs):
         items = plan.work_items(pid)
-        sk = [w for w in items if w.role != "dp"]
-        sk_iters.append(sum(w.k_hi - w.k_lo for w in sk))
-        # Reverse tile order inside the SK range; a contributor item can only come first.
-        assert [w.tile_id for w in sk] == sorted((w.tile_id for w in sk), reverse=True)
-        for i, w in enumerate(sk):
-            if w.role == "contributor":
-                assert i == 0, "a program contributes only to the last tile of its range, done first"
+        sk_all = [w for w in items if w.role != "dp"]
+        assert [w.round for w in sk_all] == sorted(w.round for w in sk_all), "rounds one after another"
+        for r in range(plan.sk_rounds):
+            sk = [w for w in sk_all if w.round == r]
+            sk_iters[r].append(sum(w.k_hi - w.k_lo for w in sk))
+            first = plan.dp_tiles + bounds[r]
+            assert all(first <= w.tile_id < plan.dp_tiles + bounds[r + 1] for w in sk)
+            # Reverse tile order inside the round's range; a contributor item can only come first.
+            assert [w.tile_id for w in sk] == sorted((w.tile_id for w in sk), reverse=True)
+            for i, w in enumerate(sk):
+                if w.role == "contributor":
+                    assert i == 0, "a program contributes only to the last tile of its range, done first"
         for w in items:
             assert 0 <= w.k_lo < w.k_hi <= ipt
             for k in range(w.k_lo, w.k_hi):
@@ -57,10 +63,12 @@ def _check_plan(plan: StreamKPlan) -> None:
     assert stored == Counter(range(plan.num_tiles))
     for tile, pids in contributors_seen.items():
         assert owners[tile][1] == tuple(sorted(pids))
-    # Stream-K shares differ by at most one iteration and add up.
-    assert max(sk_iters) - min(sk_iters) <= 1
-    assert sum(sk_iters) == plan.sk_iters_total == plan.sk_tiles * ipt
-    assert plan.sk_iters_per_program * plan.num_programs + plan.sk_iters_remainder == plan.sk_iters_total
+    # In every round the Stream-K shares differ by at most one iteration and add up.
+    for r in range(plan.sk_rounds):
+        assert max(sk_iters[r]) - min(sk_iters[r]) <= 1
+        first, ipp, rem = plan.round_split(r)
+        assert sum(sk_iters[r]) == ipp * plan.num_programs + rem == (bounds[r + 1] - bounds[r]) * ipt
+    assert sum(map(sum, sk_iters.values())) == plan.sk_iters_total == plan.sk_tiles * ipt
     # Whole DP waves in the hybrid schedule.
     if plan.schedule == "hybrid":
         assert plan.dp_tiles % plan.num_programs == 0
@@ -84,6 +92,36 @@ def test_sk_first_plan_covers_every_iteration_once_sk_items_first(shape, program
         assert roles == sorted(roles), "with sk_first every Stream-K item comes before the DP tiles"
     assert plan_streamk(*shape, programs).work_items(0) != plan.work_items(0) or plan.sk_tiles == 0 \
         or plan.dp_tiles == 0
+
+
+@pytest.mark.parametrize("rounds", [2, 3, 4])
+@pytest.mark.parametrize("programs", [1, 2, 7, 13, 132])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_rounds_plan_covers_every_iteration_once(shape, programs, rounds):
+    plan = plan_streamk(*shape, programs, sk_rounds=rounds)
+    _check_plan(plan)
+    _check_plan(plan_streamk(*shape, programs, sk_rounds=rounds, sk_first=True))
+
+
+def test_rounds_halve_and_shrink_the_last_group():
+    # 4864 x 4096 x 8256 on two ranks (K 4128 each) over 116 programs: 4 DP waves and 144 SK tiles.
+    one = plan_streamk(4864, 4096, 4128, 128, 256, 64, 116)
+    assert (one.dp_tiles, one.sk_tiles, one.round_bounds()) == (464, 144, (0, 144))
+    last_tiles = []
+    for rounds, bounds in [(1, (0, 144)), (2, (0, 96, 144)), (3, (0, 82, 123, 144))]:
+        plan = plan_streamk(4864, 4096, 4128, 128, 256, 64, 116, sk_rounds=rounds)
+        assert plan.round_bounds() == bounds
+        assert plan.partials_shape == (rounds * 116, 128, 256) and plan.locks_len == rounds * 116
+        # The tiles the programs finish on: the ones that complete together at the GEMM's end.
+        last_tiles.append(len({plan.work_items(pid)[-1].tile_id for pid in range(116)}))
+        assert plan.max_iters_per_program() <= one.max_iters_per_program() + rounds - 1
+    assert last_tiles == [116, 48, 21]
+
+
+@pytest.mark.parametrize("rounds", [0, 5, 1.5])
+def test_rounds_out_of_range_are_refused(rounds):
+    with pytest.raises(ValueError, match=r"sk_rounds must be an integer in 1\.\.4"):
+        plan_streamk(64, 64, 64, 16, 16, 16, 2, sk_rounds=rounds)
 
 
 @pytest.mark.parametrize("programs", [1, 2, 5, 64])
