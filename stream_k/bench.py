@@ -65,6 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--num_programs", type=int, default=None, help="programs (SMs) for Stream-K; default all SMs")
     ap.add_argument("--schedule", default="hybrid", help=f"one of {', '.join(SCHEDULES)} for --shapes")
     ap.add_argument("--also_dp", action="store_true", help="also run schedule dp on --shapes")
+    ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds of halving size (1-4) for --shapes")
     ap.add_argument("--plus_one", type=int, default=1, help="1: add the tiles = programs + 1 shape (0: skip)")
     ap.add_argument("--plus_one_k", type=int, default=None, help="K of that shape (default 8192; interpreter 64)")
     for name in ("blk_m", "blk_n", "blk_k", "num_stages", "num_warps", "gsize_m"):
@@ -95,6 +96,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         _fail("--num_warps", f"must be one of 1, 2, 4, 8, 16; got {args.num_warps}")
     if args.gsize_m is not None and not 1 <= args.gsize_m <= 64:
         _fail("--gsize_m", f"must be in [1, 64]; got {args.gsize_m}")
+    from stream_k.plan import MAX_SK_ROUNDS
+
+    if not 1 <= args.sk_rounds <= MAX_SK_ROUNDS:
+        _fail("--sk_rounds", f"must be in [1, {MAX_SK_ROUNDS}]; got {args.sk_rounds}")
     if args.input_precision not in (None, "ieee", "tf32", "tf32x3"):
         _fail("--input_precision", f"must be one of ieee, tf32, tf32x3; got {args.input_precision!r}")
     args.variant_list = [v for v in args.variants.split(",") if v]
@@ -168,7 +173,8 @@ def _record(args, impl: str, shape, schedule: str | None, samples: list[float], 
     timing = runlog.timing_section(samples, {"gemm": samples}, sizes["flops_per_rank"], len(samples), warmup)
     tol = 0.0 if args.datatype == "int8" else (1e-4 if args.datatype == "fp32" else 2e-2)
     flags = {"m": m, "n": n, "k": k, "datatype": args.datatype, "schedule": schedule,
-             "num_programs": extra.get("num_programs"), "tma": impl.endswith("-tma"), "timeout_s": args.timeout_s}
+             "num_programs": extra.get("num_programs"), "tma": impl.endswith("-tma"), "timeout_s": args.timeout_s,
+             "sk_rounds": extra.get("sk_rounds")}
     return runlog.new_record(producer="benchmark", algorithm="gemm", implementation=impl, mode=None, world_size=1,
                              flags=flags, sizes=sizes, timing=timing,
                              validation={"enabled": True, "passed": rel <= tol, "rel_error": rel,
@@ -211,13 +217,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         for variant, schedule in [(v, s) for v in args.variant_list for s in schedules]:
             vcfg = cfg.replace(tma=variant == "tma")
             gemm = StreamKGemm.create(m, n, k, args.datatype, programs, config=vcfg, schedule=schedule,
+                                      sk_rounds=args.sk_rounds if shape in args.shape_list else 1,
                                       device=device, timeout_s=args.timeout_s)
             c = torch.empty((m, n), dtype=gemm.out_dtype, device=device)
             samples = _time(lambda g=gemm, a=a, b=b, c=c: g(a, b, c), warmup, rep, gpu)
             gemm.check_errors()
             rel = _rel_error(c, ref)
             ms = runlog.summarize_ms(samples)["median"]
-            extra = {"num_programs": programs, "stream_k": gemm.info(), "resource_usage": gemm.resource_usage(),
+            extra = {"num_programs": programs, "sk_rounds": gemm.plan.sk_rounds, "stream_k": gemm.info(), "resource_usage": gemm.resource_usage(),
                      "baseline": base_impl, "baseline_ms": base_ms, "vs_baseline": base_ms / ms}
             impl = "stream-k" if variant == "ptr" else "stream-k-tma"
             rows.append((impl, schedule, gemm.plan.num_tiles, gemm.plan.sk_tiles, samples, rel, extra))
