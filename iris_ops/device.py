@@ -205,6 +205,15 @@ def _acquire_load(ptr, scope: tl.constexpr):
 
 
 @triton.jit
+def fence_proxy_async_global():
+    """NVIDIA: order this thread's earlier global accesses (an acquire, say) before its later copy-engine
+    (TMA, async proxy) accesses to global memory. No-op elsewhere and in the interpreter."""
+    if _ARCH == 1:
+        tl.inline_asm_elementwise("fence.proxy.async.global; mov.u32 $0, 0;", "=r", [], dtype=tl.int32,
+                                  is_pure=False, pack=1)
+
+
+@triton.jit
 def _acquire_rmw(ptr, scope: tl.constexpr):
     if scope == "gpu":
         v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")

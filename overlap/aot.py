@@ -68,6 +68,7 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
     if tma:
         gemm_ptrs["A"] = f"tensordesc<{e}[{cfg.BLK_M}, {cfg.BLK_K}]>"
         gemm_ptrs["B"] = f"tensordesc<{e}[{cfg.BLK_K}, {cfg.BLK_N}]>"
+        gemm_ptrs["P_DESC"] = f"tensordesc<{acc}[{cfg.BLK_M}, {cfg.BLK_N // 2}]>"
     comm_const["world_size"] = world_size
     gemm_const = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLK_K": cfg.BLK_K, "EVEN_K": True,
                   "EPILOGUE": _epilogue(algorithm, mode),
@@ -78,6 +79,8 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
                   "GEMM_WAITS_ZEROED": seq and is_ar,
                   "COMM_WAITS_ZEROED": is_ar and mode in ("fused", "two_streams"),
                   "ZERO_C": is_ar and mode == "fused"}
+    if not tma:
+        gemm_const["P_DESC"] = None
     if trace:
         gemm_ptrs["GEMM_TRACE"] = "*i64"
     else:

@@ -87,7 +87,7 @@ def overlap_kernel(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr, SK_FIRST: tl.constexpr,
-    SK_ROUNDS: tl.constexpr,
+    SK_ROUNDS: tl.constexpr, P_DESC,
     TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr,
     COMM_AFTER_GEMM: tl.constexpr, GEMM_WAITS_ZEROED: tl.constexpr, COMM_WAITS_ZEROED: tl.constexpr,
     ZERO_C: tl.constexpr,
@@ -105,7 +105,7 @@ def overlap_kernel(
             epoch, max_spins,
             heap_bases, cur_rank, world_size,
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-            SK_ROUNDS,
+            SK_ROUNDS, P_DESC,
         )
         if COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
             if COMM_WAITS_ZEROED:

@@ -224,7 +224,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             gemm.check_errors()
             rel = _rel_error(c, ref)
             ms = runlog.summarize_ms(samples)["median"]
-            extra = {"num_programs": programs, "sk_rounds": gemm.plan.sk_rounds, "stream_k": gemm.info(), "resource_usage": gemm.resource_usage(),
+            extra = {"num_programs": programs, "sk_rounds": gemm.plan.sk_rounds, "stream_k": gemm.info(),
+                     "resource_usage": gemm.resource_usage(),
                      "baseline": base_impl, "baseline_ms": base_ms, "vs_baseline": base_ms / ms}
             impl = "stream-k" if variant == "ptr" else "stream-k-tma"
             rows.append((impl, schedule, gemm.plan.num_tiles, gemm.plan.sk_tiles, samples, rel, extra))

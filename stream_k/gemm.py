@@ -101,6 +101,7 @@ class StreamKGemm:
             self.unused_options.append("num_xcds")
         self.num_xcds = cfg.num_xcds if self.hip else 1
         self._compiled: Any = None
+        self._p_desc: Any = None
 
     @classmethod
     def create(cls, M: int, N: int, K: int, dtype: torch.dtype | str, num_programs: int | None = None, *,
@@ -171,8 +172,17 @@ class StreamKGemm:
             "TIMER": self.timer_kind,
             "INPUT_PRECISION": cfg.input_precision if self.dtype_name == "fp32" else None,
             "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma, "SK_FIRST": p.sk_first,
-            "SK_ROUNDS": p.sk_rounds,
+            "SK_ROUNDS": p.sk_rounds, "P_DESC": self._partials_descriptor() if cfg.tma else None,
         }
+
+    def _partials_descriptor(self) -> Any:
+        """The workspace as a tensor descriptor over [slots * BLK_M, BLK_N], blocks of half a tile (made once)."""
+        if self._p_desc is None:
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            p = self.plan
+            self._p_desc = TensorDescriptor.from_tensor(self.partials.view(-1, p.BLK_N), [p.BLK_M, p.BLK_N // 2])
+        return self._p_desc
 
     def _descriptors(self, a: torch.Tensor, b: torch.Tensor) -> tuple[Any, Any]:
         """Tensor descriptors of A (blocks BLK_M x BLK_K) and B (BLK_K x BLK_N) for the TMA path."""

@@ -25,6 +25,8 @@ The whole work of one GEMM program is the device function
                                               #   [BLK_K, BLK_N]) loaded by the copy engine (NVIDIA sm_90+)
         SK_FIRST=False,                       # constexpr: the Stream-K share before the DP tiles
         SK_ROUNDS=1,                          # constexpr: Stream-K rounds of halving size (plan.sk_rounds)
+        P_DESC=None,                          # with USE_TMA: P as a tensor descriptor over [slots * BLK_M, BLK_N],
+                                              #   blocks [BLK_M, BLK_N // 2]; the owner's fix-up reads through it
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -58,7 +60,7 @@ import os
 import triton
 import triton.language as tl
 
-from iris_ops.device import ERR_STREAMK_FIXUP, read_timer, record_error, wait_local
+from iris_ops.device import ERR_STREAMK_FIXUP, fence_proxy_async_global, read_timer, record_error, wait_local
 from iris_ops.tiles import tile_coords
 
 _ERR_FIXUP: tl.constexpr = tl.constexpr(ERR_STREAMK_FIXUP)
@@ -129,6 +131,25 @@ def _partial_ptrs(P, slot, BLK_M: tl.constexpr, BLK_N: tl.constexpr):
 
 
 @triton.jit
+def _load_partial(P, P_DESC, slot, BLK_M: tl.constexpr, BLK_N: tl.constexpr, USE_TMA: tl.constexpr):
+    """Workspace slot P[slot], a contributor's partial, after its LOCKS word was acquired.
+
+    With USE_TMA the copy engine brings it into shared memory in two column halves, read from there
+    straight into the accumulator's layout (the reshape / split / join only relabel registers). The
+    plain load of the whole tile beside the live accumulator runs out of registers and is issued a
+    few loads at a time: ~5 us per partial on an H200, against ~0.7 us per K step. The proxy fence
+    orders the acquire (generic proxy) before the copy engine's read (async proxy)."""
+    if USE_TMA:
+        fence_proxy_async_global()
+        lo = P_DESC.load([slot * BLK_M, 0])
+        hi = P_DESC.load([slot * BLK_M, BLK_N // 2])
+        part = tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
+    else:
+        part = tl.load(_partial_ptrs(P, slot, BLK_M, BLK_N), cache_modifier=".cg")
+    return part
+
+
+@triton.jit
 def _dot(a, b, acc, INPUT_PRECISION: tl.constexpr):
     """acc + a @ b. Triton 3.9's interpreter multiplies bf16 bit patterns as integers, so there bf16
     operands go through fp32 (exact products, fp32 sums: what the tensor cores compute)."""
@@ -189,7 +210,7 @@ def streamk_program(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
-    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1,
+    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring)."""
     pid = remap_xcd(pid, num_programs, NUM_XCDS)
@@ -276,7 +297,7 @@ def streamk_program(
                     if not wait_local(LOCKS + base + q, epoch, max_spins, "gpu"):
                         # .value: a plain int (the interpreter mishandles constexpr + tensor in record_error).
                         record_error(ERRORS, _ERR_FIXUP.value, tile_id)
-                    acc += tl.load(_partial_ptrs(P, base + q, BLK_M, BLK_N), cache_modifier=".cg")
+                    acc += _load_partial(P, P_DESC, base + q, BLK_M, BLK_N, USE_TMA)
             EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                      heap_bases, cur_rank, world_size)
             if GEMM_TRACE is not None:
@@ -297,7 +318,7 @@ def streamk_gemm_kernel(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
-    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1,
+    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None,
 ):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,)."""
     streamk_program(
@@ -309,5 +330,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS,
+        SK_ROUNDS, P_DESC,
     )

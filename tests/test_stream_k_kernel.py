@@ -216,7 +216,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
                        EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
-                       SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr):
+                       SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC):
     """Programs < gemm_programs run the GEMM (only `only_pid` if >= 0); the next one waits on every tile flag."""
     pid = tl.program_id(0)
     if pid < gemm_programs:
@@ -225,7 +225,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                             stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                             sk_tiles, epoch, max_spins,
                             heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
-                            TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS)
+                            TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
@@ -299,6 +299,24 @@ def test_tma_path(name):
     assert (flags == 1).all()
     with pytest.raises(ValueError, match="tma"):
         gemm(a.t().contiguous().t(), b, c)
+
+
+@pytest.mark.skipif(HAS_GPU and torch.cuda.get_device_capability()[0] < 9, reason="TMA needs sm_90+")
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_tma_fixup_reads_partials_through_a_descriptor(rounds):
+    """Owners with several contributors read the partials in two column halves through P_DESC."""
+    name, M, N, K = "fp32", 64, 64, 160
+    gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name, 32, 32).replace(tma=True), schedule="sk",
+                              sk_rounds=rounds, device=DEVICE)
+    p = gemm.plan
+    counts = {len(w.contributors) for pid in range(7) for w in p.work_items(pid) if w.role == "owner"}
+    assert max(counts) >= 2 and min(counts) >= 1  # R=1: owners with 1 and 2 contributors; R=3: 3 and 6
+    assert gemm.launch_args(*_inputs(name, M, N, K), _poisoned(gemm))["P_DESC"] is not None
+    for seed in (13, 14):
+        a, b = _inputs(name, M, N, K, seed=seed)
+        c, flags, _ = _run(gemm, a, b)
+        _check(name, a, b, c)
+        assert (flags == gemm.epoch).all()
 
 
 def test_matmul_and_argument_checks():
