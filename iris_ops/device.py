@@ -214,6 +214,16 @@ def fence_proxy_async_global():
 
 
 @triton.jit
+def wait_bulk_stores():
+    """NVIDIA: wait until this thread's copy-engine (TMA) stores are complete in global memory (the
+    `wait_group` without `.read`, which would only wait until shared memory was read), then fence them
+    towards later generic accesses (a release, say). No-op elsewhere and in the interpreter."""
+    if _ARCH == 1:
+        tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; fence.proxy.async.global; mov.u32 $0, 0;", "=r",
+                                  [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
 def _acquire_rmw(ptr, scope: tl.constexpr):
     if scope == "gpu":
         v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")

@@ -60,7 +60,14 @@ import os
 import triton
 import triton.language as tl
 
-from iris_ops.device import ERR_STREAMK_FIXUP, fence_proxy_async_global, read_timer, record_error, wait_local
+from iris_ops.device import (
+    ERR_STREAMK_FIXUP,
+    fence_proxy_async_global,
+    read_timer,
+    record_error,
+    wait_bulk_stores,
+    wait_local,
+)
 from iris_ops.tiles import tile_coords
 
 _ERR_FIXUP: tl.constexpr = tl.constexpr(ERR_STREAMK_FIXUP)
@@ -128,6 +135,23 @@ def _sk_items(start, end, iters_per_tile):
 def _partial_ptrs(P, slot, BLK_M: tl.constexpr, BLK_N: tl.constexpr):
     """Pointers to workspace slot P[slot], a row-major BLK_M x BLK_N block."""
     return P + slot * (BLK_M * BLK_N) + tl.arange(0, BLK_M)[:, None] * BLK_N + tl.arange(0, BLK_N)[None, :]
+
+
+@triton.jit
+def _store_partial(P, P_DESC, slot, acc, BLK_M: tl.constexpr, BLK_N: tl.constexpr, USE_TMA: tl.constexpr):
+    """A contributor's accumulator into workspace slot P[slot], complete before the caller's release.
+
+    With USE_TMA the two column halves go through shared memory to the copy engine (no layout change of
+    the accumulator in registers); `wait_bulk_stores` waits until the copy engine's writes are complete
+    (not only until it has read shared memory) and fences them towards the generic proxy."""
+    if USE_TMA:
+        halves = tl.permute(tl.reshape(acc, (BLK_M, 2, BLK_N // 2)), (0, 2, 1))
+        lo, hi = tl.split(halves)
+        P_DESC.store([slot * BLK_M, 0], lo)
+        P_DESC.store([slot * BLK_M, BLK_N // 2], hi)
+        wait_bulk_stores()
+    else:
+        tl.store(_partial_ptrs(P, slot, BLK_M, BLK_N), acc)
 
 
 @triton.jit
@@ -284,7 +308,7 @@ def streamk_program(
         if k_hi < iters_per_tile:
             # Contributor: publish the partial for the tile's owner (a higher pid).
             slot = rnd * num_programs + pid
-            tl.store(_partial_ptrs(P, slot, BLK_M, BLK_N), acc)
+            _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
             tl.debug_barrier()
             tl.atomic_xchg(LOCKS + slot, epoch, sem="release", scope="gpu")
         else:
