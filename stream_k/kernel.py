@@ -111,17 +111,38 @@ def _sk_program_of(i, ipp, rem):
 
 @triton.jit
 def _sk_round(r: tl.constexpr, pid, num_programs, sk_tiles, iters_per_tile, SK_ROUNDS: tl.constexpr):
-    """Round r of the Stream-K tiles (plan.round_bounds: sizes 2^(R-1) : ... : 1): its first tile
-    (counted from the first SK tile), iterations per program, remainder, and pid's [start, end) in it."""
-    WHOLE: tl.constexpr = (1 << SK_ROUNDS) - 1
-    LO: tl.constexpr = (1 << SK_ROUNDS) - (1 << (SK_ROUNDS - r))
-    HI: tl.constexpr = (1 << SK_ROUNDS) - (1 << (SK_ROUNDS - r - 1))
-    first = sk_tiles * LO // WHOLE
-    iters = (sk_tiles * HI // WHOLE - first) * iters_per_tile
-    ipp = iters // num_programs
-    rem = iters % num_programs
-    start = pid * ipp + tl.minimum(pid, rem)
-    end = start + ipp + (pid < rem).to(tl.int32)
+    """Round r of the Stream-K tiles (plan.round_bounds): its first tile (counted from the first SK
+    tile), iterations per program and remainder (an even split), and pid's [start, end) in it.
+
+    With SK_ROUNDS > 1 the last round is *aligned*: L = min(num_programs // S, its share) tiles, S =
+    2^(SK_ROUNDS-1), each cut into S pieces, one per program (pid -> tile pid // S, piece pid % S;
+    programs >= L * S have none there); ipp and rem are then S and L."""
+    SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
+    if SK_ROUNDS == 1:
+        last = sk_tiles * 0
+    else:
+        last = tl.minimum(num_programs // SPLIT, sk_tiles)
+    head = sk_tiles - last
+    if SK_ROUNDS > 1 and r == SK_ROUNDS - 1:
+        first = head
+        t = pid // SPLIT
+        j = pid % SPLIT
+        active = pid < last * SPLIT
+        start = tl.where(active, t * iters_per_tile + j * iters_per_tile // SPLIT, 0)
+        end = tl.where(active, t * iters_per_tile + (j + 1) * iters_per_tile // SPLIT, 0)
+        ipp = head * 0 + SPLIT
+        rem = last
+    else:
+        EARLY: tl.constexpr = SK_ROUNDS - 1 if SK_ROUNDS > 1 else 1
+        WHOLE: tl.constexpr = (1 << EARLY) - 1
+        LO: tl.constexpr = (1 << EARLY) - (1 << (EARLY - r))
+        HI: tl.constexpr = (1 << EARLY) - (1 << (EARLY - r - 1))
+        first = head * LO // WHOLE
+        iters = (head * HI // WHOLE - first) * iters_per_tile
+        ipp = iters // num_programs
+        rem = iters % num_programs
+        start = pid * ipp + tl.minimum(pid, rem)
+        end = start + ipp + (pid < rem).to(tl.int32)
     return first, ipp, rem, start, end
 
 
@@ -238,6 +259,7 @@ def streamk_program(
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring)."""
     pid = remap_xcd(pid, num_programs, NUM_XCDS)
+    SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
     ACC_TYPE: tl.constexpr = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
     iters_per_tile = tl.cdiv(K, BLK_K)
     num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
@@ -314,14 +336,19 @@ def streamk_program(
         else:
             if k_lo > 0:
                 # Owner of a split tile: add the contributors' partials, lowest pid first.
-                first = _sk_program_of(ts * iters_per_tile, sk_ipp, sk_rem)
+                # The aligned last round (SK_ROUNDS > 1): the tile's pieces are programs ts * S .. ts * S + S - 1.
+                aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
+                first = tl.where(aligned, ts * SPLIT, _sk_program_of(ts * iters_per_tile, sk_ipp, sk_rem))
                 base = rnd * num_programs
                 for q in range(first, pid):
-                    # scope passed explicitly: triton 3.6 rejects a str default of a called function.
-                    if not wait_local(LOCKS + base + q, epoch, max_spins, "gpu"):
-                        # .value: a plain int (the interpreter mishandles constexpr + tensor in record_error).
-                        record_error(ERRORS, _ERR_FIXUP.value, tile_id)
-                    acc += _load_partial(P, P_DESC, base + q, BLK_M, BLK_N, USE_TMA)
+                    j = q - first
+                    empty = aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT)
+                    if not empty:  # a piece of no iterations (K steps < S) has nothing to publish
+                        # scope passed explicitly: triton 3.6 rejects a str default of a called function.
+                        if not wait_local(LOCKS + base + q, epoch, max_spins, "gpu"):
+                            # .value: a plain int (the interpreter mishandles constexpr + tensor in record_error).
+                            record_error(ERRORS, _ERR_FIXUP.value, tile_id)
+                        acc += _load_partial(P, P_DESC, base + q, BLK_M, BLK_N, USE_TMA)
             EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                      heap_bases, cur_rank, world_size)
             if GEMM_TRACE is not None:

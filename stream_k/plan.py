@@ -8,14 +8,15 @@ computes tiles p, p + P, p + 2P, ... whole. The last `sk_tiles` tiles are Stream
 tile's K iterations consecutive), are cut into `num_programs` contiguous ranges that differ by at
 most one iteration (the first `rem` programs get one more).
 
-Rounds (`sk_rounds` R >= 1). The SK tiles may be cut into R consecutive groups of geometrically
-shrinking size (tile counts in the ratio 2^(R-1) : ... : 2 : 1, `round_bounds`), each split as
-above over all programs and run one after the other. Every program ends on a piece of a tile
-that completes at the very end, so the number of tiles completing together at the end is the
-number of tiles in the last SK group; with rounds that group is small (its tiles split across
-several programs each), and the bigger groups before it complete while the GEMM still has work.
-Communication that waits for finished tiles then has a short tail after the GEMM (the point of
-rounds in overlap/; the GEMM alone gains nothing from them).
+Rounds (`sk_rounds` R >= 1). Every program ends on a piece of a tile that completes at the very
+end, so as many tiles complete together at the GEMM's end as there are distinct tiles among the
+programs' last pieces: about one per program with a single Stream-K round. With R >= 2 the last
+round is *aligned*: L = min(num_programs // S, sk_tiles) tiles with S = 2^(R-1), each cut into S
+pieces of K iterations, one piece per program (pid -> tile pid // S, piece pid % S), so only L tiles
+complete at the end and each program adds a single work item for it. The other SK tiles run first,
+in R - 1 rounds of halving size (`round_bounds`), each split evenly as above. Communication that
+waits for finished tiles then has a shorter tail after the GEMM (the point of rounds in overlap/;
+the GEMM alone gains nothing from them).
 
 A tile whose iterations fall into several programs' ranges is *split*. Its *owner* is the program
 that computes its last K iteration (the highest pid touching it); every other program touching it is
@@ -109,25 +110,48 @@ class StreamKPlan:
     # ---- the schedule, as the kernel computes it ------------------------------------------------
 
     def round_bounds(self) -> tuple[int, ...]:
-        """b_0 = 0 < ... <= b_R = sk_tiles: round r holds SK tiles [b_r, b_r+1) (counted from the
-        first SK tile), sizes in the ratio 2^(R-1) : ... : 1. The kernel computes the same integers."""
-        return round_bounds(self.sk_tiles, self.sk_rounds)
+        """b_0 = 0 <= ... <= b_R = sk_tiles: round r holds SK tiles [b_r, b_r+1) (counted from the
+        first SK tile); see the module docstring. The kernel computes the same integers."""
+        return round_bounds(self.sk_tiles, self.sk_rounds, self.num_programs)
+
+    def aligned(self, r: int) -> bool:
+        """Whether round r is the aligned last round (one piece of a tile per program)."""
+        return self.sk_rounds > 1 and r == self.sk_rounds - 1
+
+    @property
+    def split(self) -> int:
+        """S: pieces per tile in the aligned last round."""
+        return 1 << (self.sk_rounds - 1)
 
     def round_split(self, r: int) -> tuple[int, int, int]:
-        """Round r's first SK tile, iterations per program, and how many programs get one more."""
+        """Round r's first SK tile, iterations per program, and how many programs get one more
+        (for the aligned round: its first SK tile, S and its tile count L)."""
         b = self.round_bounds()
+        if self.aligned(r):
+            return b[r], self.split, b[r + 1] - b[r]
         iters = (b[r + 1] - b[r]) * self.iters_per_tile
         return b[r], iters // self.num_programs, iters % self.num_programs
+
+    def _piece(self, pid: int) -> tuple[int, int]:
+        """[start, end) of pid's piece in the aligned round (round-local iterations)."""
+        ipt, s = self.iters_per_tile, self.split
+        t, j = divmod(pid, s)
+        return t * ipt + j * ipt // s, t * ipt + (j + 1) * ipt // s
 
     def sk_range(self, pid: int, r: int = 0) -> tuple[int, int]:
         """[start, end) of program pid's share of round r's iterations (counted from the round's start)."""
         _, ipp, rem = self.round_split(r)
+        if self.aligned(r):
+            return self._piece(pid) if pid < rem * ipp else (0, 0)
         start = pid * ipp + min(pid, rem)
         return start, start + ipp + (1 if pid < rem else 0)
 
     def program_of(self, sk_iter: int, r: int = 0) -> int:
         """The program whose share of round r holds that round's iteration `sk_iter`."""
         _, ipp, rem = self.round_split(r)
+        if self.aligned(r):
+            t = sk_iter // self.iters_per_tile
+            return next(q for q in range(t * ipp, t * ipp + ipp) if self._piece(q)[0] <= sk_iter < self._piece(q)[1])
         big = rem * (ipp + 1)
         if sk_iter < big:
             return sk_iter // (ipp + 1)
@@ -168,16 +192,23 @@ class StreamKPlan:
                     items.append(WorkItem(first_tile + ts, lo, hi, "contributor", round=r))
                 else:
                     first = self.program_of(ts * ipt, r)
-                    items.append(WorkItem(first_tile + ts, lo, hi, "owner", tuple(range(first, pid)), r))
+                    # In the aligned round a piece may hold no iterations (K steps < S): no partial from it.
+                    contributors = tuple(q for q in range(first, pid)
+                                         if not self.aligned(r) or self._piece(q)[1] > self._piece(q)[0])
+                    items.append(WorkItem(first_tile + ts, lo, hi, "owner", contributors, r))
         return items + dp if self.sk_first else dp + items
 
     def max_iters_per_program(self) -> int:
         """The most MAC iterations any program runs (the critical path, ignoring fix-up)."""
         dp = cdiv(self.dp_tiles, self.num_programs) * self.iters_per_tile
         sk = 0
+        ipt = self.iters_per_tile
         for r in range(self.sk_rounds):
             _, ipp, rem = self.round_split(r)
-            sk += ipp + (1 if rem else 0)
+            if self.aligned(r):
+                sk += max((j + 1) * ipt // ipp - j * ipt // ipp for j in range(ipp)) if rem else 0
+            else:
+                sk += ipp + (1 if rem else 0)
         return dp + sk
 
     def as_dict(self) -> dict[str, Any]:
@@ -187,10 +218,17 @@ class StreamKPlan:
 MAX_SK_ROUNDS = 4
 
 
-def round_bounds(sk_tiles: int, rounds: int) -> tuple[int, ...]:
-    """Tile boundaries of `rounds` SK rounds over `sk_tiles` tiles, sizes 2^(R-1) : ... : 1 (floored)."""
-    whole = (1 << rounds) - 1
-    return tuple(sk_tiles * ((1 << rounds) - (1 << (rounds - r))) // whole for r in range(rounds + 1))
+def round_bounds(sk_tiles: int, rounds: int, num_programs: int) -> tuple[int, ...]:
+    """Tile boundaries of `rounds` SK rounds over `sk_tiles` tiles: with rounds > 1 the last (aligned)
+    round holds min(num_programs // 2^(rounds-1), sk_tiles) tiles, the rounds before it the rest in
+    sizes 2^(rounds-2) : ... : 1 (floored)."""
+    if rounds == 1:
+        return (0, sk_tiles)
+    last = min(num_programs // (1 << (rounds - 1)), sk_tiles)
+    head = sk_tiles - last
+    early = rounds - 1
+    whole = (1 << early) - 1
+    return (*(head * ((1 << early) - (1 << (early - r))) // whole for r in range(early + 1)), sk_tiles)
 
 
 def plan_streamk(

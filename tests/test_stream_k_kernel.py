@@ -163,6 +163,22 @@ def test_sk_rounds(rounds, sk_first, programs):
         assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
 
 
+def test_sk_rounds_with_empty_pieces():
+    """4 rounds cut each last-round tile into 8 pieces of a 4-step K loop: half the pieces hold no
+    iterations, publish nothing, and the owner must not wait for them."""
+    name, M, N, K = "fp32", 64, 96, 64
+    gemm = StreamKGemm.create(M, N, K, name, 16, config=_config(name, 32, 32), schedule="sk", sk_rounds=4,
+                              device=DEVICE)
+    p = gemm.plan
+    assert p.iters_per_tile == 4 and p.split == 8 and p.round_split(3)[2] >= 1
+    assert any(p.sk_range(pid, 3)[0] == p.sk_range(pid, 3)[1] for pid in range(p.round_split(3)[2] * 8))
+    a, b = _inputs(name, M, N, K, seed=15)
+    c, flags, tr = _run(gemm, a, b)
+    _check(name, a, b, c)
+    assert (flags == gemm.epoch).all()
+    assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+
+
 def test_deterministic_and_epochs_advance():
     name, M, N, K = "fp32", 37, 45, 90
     gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name), schedule="sk", device=DEVICE)

@@ -63,11 +63,21 @@ def _check_plan(plan: StreamKPlan) -> None:
     assert stored == Counter(range(plan.num_tiles))
     for tile, pids in contributors_seen.items():
         assert owners[tile][1] == tuple(sorted(pids))
-    # In every round the Stream-K shares differ by at most one iteration and add up.
+    # In every round the Stream-K shares differ by at most one iteration and add up; in the aligned
+    # last round each program has one piece of one tile (or none: pid >= L * S).
     for r in range(plan.sk_rounds):
-        assert max(sk_iters[r]) - min(sk_iters[r]) <= 1
         first, ipp, rem = plan.round_split(r)
-        assert sum(sk_iters[r]) == ipp * plan.num_programs + rem == (bounds[r + 1] - bounds[r]) * ipt
+        assert sum(sk_iters[r]) == (bounds[r + 1] - bounds[r]) * ipt
+        if plan.aligned(r):
+            assert (ipp, rem) == (plan.split, bounds[r + 1] - bounds[r])
+            active = sk_iters[r][: rem * ipp]
+            assert not active or max(active) - min(active) <= 1
+            assert all(n == 0 for n in sk_iters[r][rem * ipp:])
+            for pid in range(plan.num_programs):
+                assert len([w for w in plan.work_items(pid) if w.round == r]) <= 1
+        else:
+            assert max(sk_iters[r]) - min(sk_iters[r]) <= 1
+            assert ipp * plan.num_programs + rem == (bounds[r + 1] - bounds[r]) * ipt
     assert sum(map(sum, sk_iters.values())) == plan.sk_iters_total == plan.sk_tiles * ipt
     # Whole DP waves in the hybrid schedule.
     if plan.schedule == "hybrid":
@@ -108,14 +118,15 @@ def test_rounds_halve_and_shrink_the_last_group():
     one = plan_streamk(4864, 4096, 4128, 128, 256, 64, 116)
     assert (one.dp_tiles, one.sk_tiles, one.round_bounds()) == (464, 144, (0, 144))
     last_tiles = []
-    for rounds, bounds in [(1, (0, 144)), (2, (0, 96, 144)), (3, (0, 82, 123, 144))]:
+    # With R rounds the last one holds 116 // 2^(R-1) tiles cut into 2^(R-1) pieces, one per program.
+    for rounds, bounds in [(1, (0, 144)), (2, (0, 86, 144)), (3, (0, 76, 115, 144))]:
         plan = plan_streamk(4864, 4096, 4128, 128, 256, 64, 116, sk_rounds=rounds)
         assert plan.round_bounds() == bounds
         assert plan.partials_shape == (rounds * 116, 128, 256) and plan.locks_len == rounds * 116
         # The tiles the programs finish on: the ones that complete together at the GEMM's end.
         last_tiles.append(len({plan.work_items(pid)[-1].tile_id for pid in range(116)}))
         assert plan.max_iters_per_program() <= one.max_iters_per_program() + rounds - 1
-    assert last_tiles == [116, 48, 21]
+    assert last_tiles == [116, 58, 29]
 
 
 @pytest.mark.parametrize("rounds", [0, 5, 1.5])
