@@ -156,8 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--sk_first", default="false",
       help="each GEMM program runs its Stream-K share before its data-parallel tiles (true/false)")
     a("--sk_rounds", type=int, default=1,
-      help="cut the GEMM's Stream-K tiles into this many rounds of halving size (1-4), so that few tiles "
-      "complete together at the GEMM's end and the communication's tail after it is short")
+      help="cut the GEMM's Stream-K tiles into this many rounds (1-4), the last one P / 2^(R-1) tiles cut into "
+      "2^(R-1) pieces (one per program), so that few tiles complete together at the GEMM's end and the "
+      "communication's tail after it is short")
     a("--start_sync", default="device",
       help="how timed iterations start together: device (a device-side barrier of all ranks' streams right "
       "before the start event) or host (a host barrier only; the devices then start up to tens of us apart)")

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tma", action="store_true", help="the GEMM loads A and B through tensor descriptors")
     ap.add_argument("--world_size", type=int, default=2)
     ap.add_argument("--sk_first", action="store_true", help="the GEMM runs its Stream-K share first")
-    ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds of halving size")
+    ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds (plan.round_bounds)")
     args = ap.parse_args(argv)
     print(f"triton {triton.__version__}, sm_{args.arch}, {args.datatype}, trace={args.trace}, tma={args.tma}, "
           f"world_size={args.world_size}, sk_rounds={args.sk_rounds}")

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", action="store_true", help="tile flags and trace on")
     ap.add_argument("--ragged_k", action="store_true", help="EVEN_K=False (peeled masked last K block)")
     ap.add_argument("--tma", action="store_true", help="tensor-descriptor loads (KernelConfig.tma)")
-    ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds of halving size")
+    ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds (plan.round_bounds)")
     args = ap.parse_args(argv)
     print(f"triton {triton.__version__}, sm_{args.arch}, trace={args.trace}, even_k={not args.ragged_k}, "
           f"sk_rounds={args.sk_rounds}")

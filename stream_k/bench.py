@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--num_programs", type=int, default=None, help="programs (SMs) for Stream-K; default all SMs")
     ap.add_argument("--schedule", default="hybrid", help=f"one of {', '.join(SCHEDULES)} for --shapes")
     ap.add_argument("--also_dp", action="store_true", help="also run schedule dp on --shapes")
-    ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds of halving size (1-4) for --shapes")
+    ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds (1-4, plan.round_bounds) for --shapes")
     ap.add_argument("--plus_one", type=int, default=1, help="1: add the tiles = programs + 1 shape (0: skip)")
     ap.add_argument("--plus_one_k", type=int, default=None, help="K of that shape (default 8192; interpreter 64)")
     for name in ("blk_m", "blk_n", "blk_k", "num_stages", "num_warps", "gsize_m"):

@@ -24,7 +24,7 @@ The whole work of one GEMM program is the device function
         USE_TMA=False,                        # constexpr: A, B are tensor descriptors (blocks [BLK_M, BLK_K],
                                               #   [BLK_K, BLK_N]) loaded by the copy engine (NVIDIA sm_90+)
         SK_FIRST=False,                       # constexpr: the Stream-K share before the DP tiles
-        SK_ROUNDS=1,                          # constexpr: Stream-K rounds of halving size (plan.sk_rounds)
+        SK_ROUNDS=1,                          # constexpr: Stream-K rounds (plan.sk_rounds; the last one aligned)
         P_DESC=None,                          # with USE_TMA: P as a tensor descriptor over [slots * BLK_M, BLK_N],
                                               #   blocks [BLK_M, BLK_N // 2]; the owner's fix-up reads through it
     )

@@ -256,7 +256,7 @@ def plan_streamk(
       "dp":     data-parallel only (the last wave may be partly idle).
       "sk":     every tile Stream-K.
     sk_first: each program runs its Stream-K share before its DP tiles (see StreamKPlan.sk_first).
-    sk_rounds: cut the Stream-K tiles into this many rounds of halving size (module docstring).
+    sk_rounds: cut the Stream-K tiles into this many rounds, the last one aligned (module docstring).
     """
     for name, value in (("M", M), ("N", N), ("K", K), ("num_programs", num_programs), ("gsize_m", gsize_m)):
         _check_positive(name, value)
