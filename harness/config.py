@@ -39,7 +39,16 @@ GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "BLK_M": 128, "BLK_N": 256, "BL
                 "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
 # SMs left to communication by default on a GPU: enough to keep the links busy (DESIGN.md: remote
 # reads reach ~140 GB/s with 16 programs, ~250 GB/s with 32; remote stores need fewer).
-DEFAULT_COMM_SMS = {"all_reduce": 16, "all_scatter": 8, "one_shot": 12}
+DEFAULT_COMM_SMS = {"all_reduce": 16, "all_scatter": 8, "one_shot": 14}
+# Stream-K rounds by default on a GPU (results/README.md, 2 x H200 at 4864 x 4096 x 8256 and 8192^3): two for
+# the overlapped modes of all_reduce and all_scatter, whose tail after the GEMM they shorten; one elsewhere
+# (no better for one_shot; bulk_sync and fused_sequential have no such tail to shorten).
+OVERLAPPED_MODES = ("two_streams", "fused")
+
+
+def default_sk_rounds(algorithm: str, mode: str, on_cpu: bool) -> int:
+    """--sk_rounds when the command line leaves it out."""
+    return 2 if not on_cpu and algorithm in ("all_reduce", "all_scatter") and mode in OVERLAPPED_MODES else 1
 
 
 @dataclass
@@ -155,10 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
     a("--sk_first", default="false",
       help="each GEMM program runs its Stream-K share before its data-parallel tiles (true/false)")
-    a("--sk_rounds", type=int, default=1,
+    a("--sk_rounds", type=int, default=None,
       help="cut the GEMM's Stream-K tiles into this many rounds (1-4), the last one P / 2^(R-1) tiles cut into "
       "2^(R-1) pieces (one per program), so that few tiles complete together at the GEMM's end and the "
-      "communication's tail after it is short")
+      "communication's tail after it is short (default on a GPU: 2 for all_reduce and all_scatter in "
+      "two_streams and fused, else 1)")
     a("--start_sync", default="device",
       help="how timed iterations start together: device (a device-side barrier of all ranks' streams right "
       "before the start event) or host (a host barrier only; the devices then start up to tens of us apart)")
@@ -262,7 +272,7 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
             elif f.name == "total_sms":
                 v = device.sm_count
                 defaulted.append(f.name)
-            elif f.name == "gemm_sms":
+            elif f.name in ("gemm_sms", "sk_rounds"):
                 continue  # derived below
             else:
                 v = getattr(cfg, f.name)
@@ -278,6 +288,9 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
         raise ConfigError("--tma", f"on needs an NVIDIA GPU of compute capability 9.0+ (this is {where}); "
                           "use auto or off")
     cfg.use_tma = tma_capable if cfg.tma == "auto" else cfg.tma == "on"
+    if values.get("sk_rounds") is None:
+        cfg.sk_rounds = default_sk_rounds(cfg.algorithm, cfg.mode, on_cpu)
+        defaulted.append("sk_rounds")
     if values.get("gemm_sms") is None:
         comm = DEFAULT_COMM_SMS.get(cfg.algorithm, 16) if not on_cpu else max(1, cfg.total_sms // 2)
         cfg.gemm_sms = max(1, cfg.total_sms - comm)
