@@ -52,13 +52,13 @@ def compile_kernel(dtype_name: str, cfg: KernelConfig, arch: int = 90, trace: bo
         "INPUT_PRECISION": cfg.input_precision if dtype_name == "fp32" else None,
         "NUM_XCDS": 1, "USE_TMA": cfg.tma, "SK_FIRST": False, "SK_ROUNDS": sk_rounds,
     }
-    if not cfg.tma:
-        constexprs["P_DESC"] = None
     if cfg.tma:
         elem = _PTR[dtype_name][1:]
         ptr_args["A"] = f"tensordesc<{elem}[{cfg.BLK_M}, {cfg.BLK_K}]>"
         ptr_args["B"] = f"tensordesc<{elem}[{cfg.BLK_K}, {cfg.BLK_N}]>"
         ptr_args["P_DESC"] = f"tensordesc<{'i32' if dtype_name == 'int8' else 'fp32'}[{cfg.BLK_M}, {cfg.BLK_N // 2}]>"
+    else:
+        constexprs["P_DESC"] = None
     if trace:
         ptr_args.update({"TILE_FLAGS": "*i32", "GEMM_TRACE": "*i64", "heap_bases": "*i64"})
     else:

@@ -26,7 +26,8 @@ The whole work of one GEMM program is the device function
         SK_FIRST=False,                       # constexpr: the Stream-K share before the DP tiles
         SK_ROUNDS=1,                          # constexpr: Stream-K rounds (plan.sk_rounds; the last one aligned)
         P_DESC=None,                          # with USE_TMA: P as a tensor descriptor over [slots * BLK_M, BLK_N],
-                                              #   blocks [BLK_M, BLK_N // 2]; the owner's fix-up reads through it
+                                              #   blocks [BLK_M, BLK_N // 2]; contributors write partials and
+                                              #   owners read them through it (_store_partial, _load_partial)
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -41,7 +42,8 @@ tile and signals it; `store_and_signal` (the default) does a masked store of acc
 then, when TILE_FLAGS is not None, a barrier and a release `TILE_FLAGS[tile_id] = epoch`.
 
 Schedule (see stream_k/plan.py, whose `work_items` mirrors this loop): DP tiles 0..dp_tiles-1
-first (p, p+P, ...), then the program's Stream-K range of each round, tile by tile in reverse order;
+first (p, p+P, ...), then the program's Stream-K range of each round, tile by tile in reverse order
+(with SK_ROUNDS > 1 the last round is aligned: one piece of one tile per program, `_sk_round`);
 with SK_FIRST the Stream-K ranges first, then the DP tiles. A contributor in round r
 stores its partial into P[r * P + pid] and releases LOCKS[r * P + pid] = epoch; the owner acquires
 the LOCKS of each contributor q in ascending order and adds the partials in that order, so results
@@ -182,7 +184,7 @@ def _load_partial(P, P_DESC, slot, BLK_M: tl.constexpr, BLK_N: tl.constexpr, USE
     With USE_TMA the copy engine brings it into shared memory in two column halves, read from there
     straight into the accumulator's layout (the reshape / split / join only relabel registers). The
     plain load of the whole tile beside the live accumulator runs out of registers and is issued a
-    few loads at a time: ~5 us per partial on an H200, against ~0.7 us per K step. The proxy fence
+    few loads at a time: ~5 us per partial on an H200, against ~0.6 us per K step. The proxy fence
     orders the acquire (generic proxy) before the copy engine's read (async proxy)."""
     if USE_TMA:
         fence_proxy_async_global()

@@ -28,10 +28,9 @@ needs one BLK_M x BLK_N slot per program and round.
 Each program walks its DP tiles first, then its SK tiles round by round, in *reverse* tile order
 inside a round (with `sk_first`, its SK tiles first and its DP tiles after): the contributed tile
 (the last of its range) comes first, the tile it owns with contributors (the first of its range)
-comes last. So a contributor
-publishes its partial early, the owner asks for it late, and an owner only ever waits on lower
-pids: no wait in practice on a GPU, and never a wait on a program that has not run yet in
-Triton's interpreter, which runs programs one after another in pid order.
+comes last. So a contributor publishes its partial early, the owner asks for it late, and an owner
+only ever waits on lower pids: no wait in practice on a GPU, and never a wait on a program that has
+not run yet in Triton's interpreter, which runs programs one after another in pid order.
 
 `StreamKPlan.work_items` is the pure-Python mirror of the kernel's loop; tests check it covers every
 iteration exactly once.
