@@ -33,8 +33,8 @@ import torch
 
 from harness import runlog
 from harness.config import BenchConfig, ConfigError, DeviceFacts, expand_sweep, output_path, parse_config
+from harness.timing import HOST_METHOD, LOOP_METHOD, host_us_per_call, queue_ahead, time_iterations, time_loop
 from harness.timing import METHOD as TIMING_METHOD
-from harness.timing import queue_ahead, time_iterations
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
 
@@ -56,7 +56,7 @@ def device_facts(boot: Bootstrap) -> DeviceFacts:
 
 
 def fill_heap_size(cfg: BenchConfig, world_size: int) -> None:
-    from overlap.runner import heap_bytes_needed
+    from harness.fixture import heap_bytes_needed
 
     need = heap_bytes_needed(cfg, world_size)
     if "heap_size" in cfg.defaulted:
@@ -71,119 +71,179 @@ def say(boot: Bootstrap, *msg: Any) -> None:
         print(*msg, flush=True)
 
 
-def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) -> int:
-    from iris_ops.device_barrier import DeviceBarrier
-    from overlap.runner import OverlapRun
+class Run:
+    """One configuration: the fixture, its validation and timing, and the log record."""
 
-    shmem.reset_allocator()
-    runner = OverlapRun(cfg, shmem)
-    start_barrier = DeviceBarrier(shmem, cfg.timeout_s, max_stamps=1)
-    runner.prepare()
-    W = shmem.get_num_ranks()
-    if cfg.cpu_small_default:
-        say(boot, f"note: no GPU, so this runs on the CPU backend in Triton's interpreter at a small default shape "
-                  f"({cfg.m}x{cfg.n}x{cfg.k} {cfg.datatype}, {cfg.total_sms} programs); pass -m/-n/-k to change it")
-    say(boot, f"{cfg.algorithm} / {cfg.mode}: {cfg.m}x{cfg.n}x{cfg.k} {cfg.datatype}, world {W}, "
-              f"gemm_sms {cfg.gemm_sms} of {cfg.total_sms}, tiles {runner.tiles} "
-              f"({cfg.BLK_M}x{cfg.BLK_N}x{cfg.BLK_K}), backend {shmem.backend_name}")
-    if cfg.debug:
-        print(f"[rank {boot.rank}] {runner.info()}", flush=True)
-    if not runner.on_gpu and cfg.algorithm == "all_reduce" and cfg.datatype == "fp16" and W > 1:
-        say(boot, "note: Triton's CPU interpreter adds fp16 under a lock of its own process, so atomic adds from "
-                  "several ranks can lose updates here; use --datatype fp32 on the CPU")
+    def __init__(self, cfg: BenchConfig, boot: Bootstrap, shmem: Any) -> None:
+        from harness.fixture import OverlapFixture
+        from iris_ops.device_barrier import DeviceBarrier
 
-    def sync() -> None:
-        if runner.on_gpu:
+        self.cfg, self.boot, self.shmem = cfg, boot, shmem
+        shmem.reset_allocator()
+        self.fx = OverlapFixture(cfg, shmem)
+        self.start_barrier = DeviceBarrier(shmem, cfg.timeout_s, max_stamps=1)
+        self.fx.prepare()
+        self.graph: Any = None
+
+    def sync(self) -> None:
+        if self.fx.on_gpu:
             torch.cuda.synchronize()
 
-    status = 0
-    validation: dict[str, Any] = {"enabled": cfg.validate, "passed": None}
-    if cfg.validate:
-        rounds = max(1, cfg.validate_iters)
-        for i in range(rounds):
-            runner.poison()
-            sync()
-            shmem.barrier()
-            runner.step()
-            sync()
-            shmem.barrier()
-            runner.check_errors()
-            mine = runner.validate()
-            everyone = shmem.allgather(mine)
-            ok = all(v["passed"] for v in everyone)
-            if not ok or i == rounds - 1:
-                break
-        validation = {"enabled": True, "passed": ok, "iterations": i + 1, "ranks": everyone}
-        if ok:
-            g = everyone[0]["global"]
-            say(boot, f"validation passed on every rank ({i + 1} iteration(s)); global C rel err "
-                      f"{g['rel_err']:.3g} (tolerance {g['tolerance']:g})")
-        else:
-            status = 1
-            for r, v in enumerate(everyone):
-                for part in ("global", "partial"):
-                    if not v[part]["passed"]:
-                        say(boot, f"VALIDATION FAILED: rank {r} {describe_failure(part, v[part])} "
-                                  f"(iteration {i + 1})")
+    def start_sync(self, _it: int) -> None:
+        """The device-side barrier before a start event (--start_sync device)."""
+        if self.cfg.start_sync == "device":
+            self.start_barrier()
 
-    timing: dict[str, Any] = {"iters": 0, "warmup": 0, "e2e_ms": None, "tflops": None, "kernels_ms": {}}
-    components: dict[str, Any] = {}
-    flops_per_rank = 2 * cfg.m * runner.local_n * runner.local_k
-    if cfg.benchmark:
-        barrier = shmem.barrier
+    def validate_now(self, what: str, steps: int, launch: Any, poison_each: bool) -> dict[str, Any]:
+        """Run `steps` steps with `launch` (outputs poisoned first; with poison_each, before every step with the
+        host drained between steps), then validate every rank's C and share."""
+        fx, shmem = self.fx, self.shmem
+        fx.poison()
+        self.sync()
+        shmem.barrier()
+        for i in range(steps):
+            if poison_each and i:
+                self.sync()
+                shmem.barrier()
+                fx.poison()
+            launch()
+        self.sync()
+        shmem.barrier()
+        fx.check_errors()
+        everyone = shmem.allgather(fx.validate())
+        ok = all(v["passed"] for v in everyone)
+        for r, v in enumerate(everyone):
+            for part in ("global", "partial"):
+                if not v[part]["passed"]:
+                    say(self.boot, f"VALIDATION FAILED ({what}, {steps} step(s)): rank {r} "
+                                   f"{describe_failure(part, v[part])}")
+        return {"passed": ok, "steps": steps, "ranks": everyone}
 
-        def start_sync(_it: int) -> None:  # the device-side barrier before each start event
-            if cfg.start_sync == "device":
-                start_barrier()
+    def validation(self) -> dict[str, Any]:
+        cfg = self.cfg
+        isolated = self.validate_now("isolated", 1, self.fx.step, poison_each=True)
+        b2b = self.validate_now("back to back", max(1, cfg.validate_iters), self.fx.step, poison_each=False)
+        result: dict[str, Any] = {"enabled": True, "passed": isolated["passed"] and b2b["passed"],
+                                  "iterations": 1 + b2b["steps"], "ranks": isolated["ranks"],
+                                  "back_to_back": {"passed": b2b["passed"], "steps": b2b["steps"]}}
+        if self.graph is not None:
+            replays = self.validate_now("graph replays", max(1, cfg.validate_iters), self.graph, poison_each=False)
+            result["graph"] = {"passed": replays["passed"], "steps": replays["steps"]}
+            result["passed"] = result["passed"] and replays["passed"]
+        if result["passed"]:
+            g = isolated["ranks"][0]["global"]
+            extra = f", {result['graph']['steps']} graph replays" if "graph" in result else ""
+            say(self.boot, f"validation passed on every rank: 1 isolated step, {b2b['steps']} back to back{extra}; "
+                           f"global C rel err {g['rel_err']:.3g} (tolerance {g['tolerance']:g})")
+        return result
 
-        timed = {"iters": cfg.iters, "warmup": cfg.warmup, "barrier": barrier, "use_events": runner.on_gpu,
-                 "allgather": shmem.allgather, "start_sync": start_sync}
-        e2e, kernels = time_iterations(runner.step, **timed)
-        runner.check_errors()
-        start_barrier.check()
+    def timing(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        cfg, fx, shmem = self.cfg, self.fx, self.shmem
+        timed = {"iters": cfg.iters, "warmup": cfg.warmup, "barrier": shmem.barrier, "use_events": fx.on_gpu,
+                 "allgather": shmem.allgather, "start_sync": self.start_sync}
+        flops_per_rank = 2 * cfg.m * fx.local_n * fx.local_k
+        e2e, kernels = time_iterations(fx.step, **timed)
+        fx.check_errors()
+        self.start_barrier.check()
         timing = runlog.timing_section(e2e, kernels, flops_per_rank, cfg.iters, cfg.warmup)
         timing["method"] = TIMING_METHOD
         timing["start_sync"] = cfg.start_sync
+        # What a model sees: steps back to back, eager and replayed from a CUDA graph; the host's cost per call.
+        loop = time_loop(fx.op, **timed)
+        timing["loop"] = runlog.summarize_ms(loop)
+        timing["loop_ms"] = timing["loop"]["median"]
+        timing["loop_method"] = LOOP_METHOD
+        host = host_us_per_call(fx.op, calls=min(cfg.iters, 100), barrier=shmem.barrier, use_events=fx.on_gpu)
+        timing["host_us"] = runlog.summarize_ms(host)
+        timing["host_us_per_step"] = timing["host_us"]["median"]
+        timing["host_method"] = HOST_METHOD
+        timing["fast_launch"] = fx.op.bound_fast()
+        timing["graph_ms"] = None
+        if self.graph is not None:
+            graph = time_loop(self.graph, **timed)
+            timing["graph"] = runlog.summarize_ms(graph)
+            timing["graph_ms"] = timing["graph"]["median"]
+        fx.check_errors()
+        self.start_barrier.check()
+        components: dict[str, Any] = {}
         if cfg.mode in ("two_streams", "fused"):
-            _, g_alone = time_iterations(runner.gemm_alone, **timed)
-            _, c_alone = time_iterations(runner.comm_alone, **timed)
-            runner.check_errors()
-            start_barrier.check()
+            _, g_alone = time_iterations(fx.gemm_alone, **timed)
+            _, c_alone = time_iterations(fx.comm_alone, **timed)
+            fx.check_errors()
+            self.start_barrier.check()
             gm = runlog.summarize_ms(g_alone["gemm_alone"])["median"]
             cm = runlog.summarize_ms(c_alone["comm_alone"])["median"]
             bound = max(gm, cm)
             components = {"gemm_alone_ms": gm, "comm_alone_ms": cm, "overlap_bound_ms": bound,
                           "e2e_over_bound": timing["e2e_ms"] / bound if bound > 0 else None}
-        say(boot, f"e2e median {timing['e2e_ms']:.4f} ms over {cfg.iters} iterations "
-                  f"({timing['tflops'] or 0:.1f} TFLOP/s per GPU); kernels "
-                  + ", ".join(f"{k} {v:.4f} ms" for k, v in timing["kernels_ms"].items()))
+        graph_txt = f", graph {timing['graph_ms']:.4f} ms" if timing["graph_ms"] is not None else ""
+        say(self.boot, f"back to back {timing['loop_ms']:.4f} ms/step{graph_txt}; host "
+                       f"{timing['host_us_per_step']:.1f} us/step; isolated e2e median {timing['e2e_ms']:.4f} ms over "
+                       f"{cfg.iters} iterations "
+                       f"({timing['tflops'] or 0:.1f} TFLOP/s per GPU); kernels "
+                       + ", ".join(f"{k} {v:.4f} ms" for k, v in timing["kernels_ms"].items()))
         if components:
-            say(boot, f"overlap bound: GEMM alone on {cfg.gemm_sms} SMs {components['gemm_alone_ms']:.4f} ms, "
-                      f"communication alone on {cfg.comm_sms} SMs {components['comm_alone_ms']:.4f} ms; "
-                      f"e2e / bound = {components['e2e_over_bound']:.3f}")
+            say(self.boot, f"overlap bound: GEMM alone on {cfg.gemm_sms} SMs {components['gemm_alone_ms']:.4f} ms, "
+                           f"communication alone on {cfg.comm_sms} SMs {components['comm_alone_ms']:.4f} ms; "
+                           f"e2e / bound = {components['e2e_over_bound']:.3f}")
+        return timing, components
+
+
+def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) -> int:
+    from harness.timing import CapturedStep
+
+    r = Run(cfg, boot, shmem)
+    fx = r.fx
+    W = shmem.get_num_ranks()
+    if cfg.cpu_small_default:
+        say(boot, f"note: no GPU, so this runs on the CPU backend in Triton's interpreter at a small default shape "
+                  f"({cfg.m}x{cfg.n}x{cfg.k} {cfg.datatype}, {cfg.total_sms} programs); pass -m/-n/-k to change it")
+    say(boot, f"{cfg.algorithm} / {cfg.mode}: {cfg.m}x{cfg.n}x{cfg.k} {cfg.datatype}, world {W}, "
+              f"gemm_sms {cfg.gemm_sms} of {cfg.total_sms}, tiles {fx.tiles} "
+              f"({cfg.BLK_M}x{cfg.BLK_N}x{cfg.BLK_K}), backend {shmem.backend_name}")
+    if cfg.debug:
+        print(f"[rank {boot.rank}] {fx.info()}", flush=True)
+    if not fx.on_gpu and cfg.algorithm == "all_reduce" and cfg.datatype == "fp16" and W > 1:
+        say(boot, "note: Triton's CPU interpreter adds fp16 under a lock of its own process, so atomic adds from "
+                  "several ranks can lose updates here; use --datatype fp32 on the CPU")
+    if cfg.graph:
+        if not fx.on_gpu:
+            say(boot, "note: --graph needs a GPU (CUDA graphs); skipped on the CPU backend")
+        else:
+            fx.op()  # one eager step first: binds and warms the launches that the graph captures
+            r.graph = CapturedStep(fx.op)
+            shmem.barrier()
+
+    status = 0
+    validation: dict[str, Any] = {"enabled": cfg.validate, "passed": None}
+    if cfg.validate:
+        validation = r.validation()
+        status = 0 if validation["passed"] else 1
+
+    timing: dict[str, Any] = {"iters": 0, "warmup": 0, "e2e_ms": None, "tflops": None, "kernels_ms": {},
+                              "loop_ms": None, "graph_ms": None, "host_us_per_step": None}
+    components: dict[str, Any] = {}
+    if cfg.benchmark:
+        timing, components = r.timing()
     elif not cfg.validate:
-        shmem.barrier()
-        runner.step()
-        sync()
-        shmem.barrier()
-        runner.check_errors()
+        r.validate_now("one step", 1, fx.step, poison_each=False)
         say(boot, "ran 1 iteration (add --validate and/or --benchmark)")
 
     trace_files: dict[str, str] = {}
     if cfg.trace_tiles:
-        trace_files = write_trace(cfg, boot, shmem, runner, sync, output_file, start_barrier)
+        trace_files = write_trace(cfg, boot, shmem, fx, r.sync, output_file, r.start_barrier)
 
     if boot.rank == 0 and output_file:
         from harness.runlog import new_record, problem_sizes, write_record
 
-        elem = torch.empty((), dtype=runner.dtype).element_size()
+        elem = torch.empty((), dtype=fx.op.dtype).element_size()
         sizes = problem_sizes(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, W, elem)
-        sizes["tiles"] = runner.tiles
+        sizes["tiles"] = fx.tiles
         record = new_record(producer="benchmark", algorithm=cfg.algorithm, implementation="streamk-pgas",
                             mode=cfg.mode, world_size=W, flags=cfg.as_flags(), sizes=sizes, timing=timing,
                             validation=validation,
-                            extra={"components": components, "resources": runner.resource_usage(),
-                                   "gemm": runner.info(), "trace_files": trace_files,
+                            extra={"components": components, "resources": fx.resource_usage(),
+                                   "gemm": fx.info(), "trace_files": trace_files,
                                    "launcher": boot.launcher, "heap_backend": shmem.backend_name,
                                    "cpu_small_default": cfg.cpu_small_default})
         path = write_record(record, output_file)
@@ -218,8 +278,9 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
     mine = runner.trace_arrays()
     if cfg.start_sync == "device" and runner.on_gpu:
         mine["origin_ticks"] = int(start_barrier.stamps[0].item())
+    op = runner.op
     mine.update(rank=boot.rank, world_size=shmem.get_num_ranks(), algorithm=cfg.algorithm, mode=cfg.mode,
-                gemm_sms=runner.main.gemm_programs, comm_sms=runner.main.comm_programs or runner.comm_grid,
+                gemm_sms=op.gemm_programs, comm_sms=op.comm_programs,
                 num_tiles=runner.tiles, BLK_M=cfg.BLK_M, BLK_N=cfg.BLK_N, timer_rate_khz=shmem.wall_clock_rate(),
                 device=torch.cuda.get_device_name() if runner.on_gpu else "cpu (interpreter)",
                 datatype=cfg.datatype, m=cfg.m, n=cfg.n, k=cfg.k)

@@ -15,11 +15,11 @@ from typing import Any
 from harness.checks import ConfigError
 from harness.dtypes import DATATYPES
 from harness.timing import START_SYNCS
+from overlap.defaults import MODES, default_comm_sms, default_sk_rounds
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
 ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
-MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential")
 MODE_HELP = {
     "bulk_sync": "GEMM on all SMs, then communication on all SMs (the baseline schedule)",
     "two_streams": "GEMM kernel on --gemm_sms SMs and communication kernel on the rest, on two streams",
@@ -37,18 +37,6 @@ GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "BLK_M": 128, "BLK_N": 256, "BL
                 # on 2 x H200, one_shot's communication alone took 0.46-0.54 ms with 128 x 256 steps and
                 # 1.2 ms with 64 x 256 (more bytes in flight per program). "num_stages": 3, "num_warps": 8,
                 "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
-# SMs left to communication by default on a GPU: enough to keep the links busy (DESIGN.md: remote
-# reads reach ~140 GB/s with 16 programs, ~250 GB/s with 32; remote stores need fewer).
-DEFAULT_COMM_SMS = {"all_reduce": 16, "all_scatter": 8, "one_shot": 14}
-# Stream-K rounds by default on a GPU (results/README.md, 2 x H200 at 4864 x 4096 x 8256 and 8192^3): two for
-# the overlapped modes of all_reduce and all_scatter, whose tail after the GEMM they shorten; one elsewhere
-# (no better for one_shot; bulk_sync and fused_sequential have no such tail to shorten).
-OVERLAPPED_MODES = ("two_streams", "fused")
-
-
-def default_sk_rounds(algorithm: str, mode: str, on_cpu: bool) -> int:
-    """--sk_rounds when the command line leaves it out."""
-    return 2 if not on_cpu and algorithm in ("all_reduce", "all_scatter") and mode in OVERLAPPED_MODES else 1
 
 
 @dataclass
@@ -93,6 +81,7 @@ class BenchConfig:
     validate_iters: int = 1
     benchmark: bool = False
     trace_tiles: bool = False
+    graph: bool = False
     output_file: str | None = None
     seed: int = 0
     timeout_s: float = 30.0
@@ -159,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--debug", action="store_true", help="print per-rank details and check the error words after every iteration")
     a("--validate", action="store_true", help="check C and each rank's partial against torch on the same inputs")
     a("--validate_iters", type=int, default=1,
-      help="with --validate: iterations validated one after another, outputs poisoned before each "
-      "(a stale tile flag then shows as a wrong tile)")
+      help="with --validate: besides one isolated step (outputs poisoned first), this many steps launched back to "
+      "back with nothing between them, then C checked on every rank (and as many graph replays with --graph)")
     a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
     a("--sk_first", default="false",
       help="each GEMM program runs its Stream-K share before its data-parallel tiles (true/false)")
@@ -172,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--start_sync", default="device",
       help="how timed iterations start together: device (a device-side barrier of all ranks' streams right "
       "before the start event) or host (a host barrier only; the devices then start up to tens of us apart)")
+    a("--graph", action="store_true",
+      help="also capture one step in a CUDA graph (GPU only): replays are validated and timed back to back")
     a("--trace_tiles", action="store_true",
       help="record per-tile timestamps; writes a timeline JSON and a Perfetto trace")
     a("--output_file", default=None, help="JSON log path (rank 0 writes it)")
@@ -292,7 +283,7 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
         cfg.sk_rounds = default_sk_rounds(cfg.algorithm, cfg.mode, on_cpu)
         defaulted.append("sk_rounds")
     if values.get("gemm_sms") is None:
-        comm = DEFAULT_COMM_SMS.get(cfg.algorithm, 16) if not on_cpu else max(1, cfg.total_sms // 2)
+        comm = default_comm_sms(cfg.algorithm, cfg.total_sms, not on_cpu)
         cfg.gemm_sms = max(1, cfg.total_sms - comm)
         defaulted.append("gemm_sms")
     cfg.defaulted = defaulted

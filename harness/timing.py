@@ -28,6 +28,13 @@ METHOD = ("per iteration: device drained, host barrier of all ranks, a ~0.5 ms d
           "streams, device events around the step; the slowest rank's time per iteration; median over the timed "
           "iterations after warm-up")
 START_SYNCS = ("device", "host")
+LOOP_METHOD = ("back to back (what a model sees): after warm-up, all ranks drained and met at a host barrier and "
+               "(start_sync 'device') a device-side barrier, then an event, `iters` steps launched with nothing "
+               "between them, an event; the loop's time over its step count, the slowest rank's; median of "
+               "several such loops. 'graph': the same with one captured step replayed from a CUDA graph")
+HOST_METHOD = ("host time of one call (perf_counter around it) while the device is kept busy by a spin queued "
+               "first, so no launch waits for the device; median over the calls")
+LOOP_REPEATS = 5
 
 
 class StepTimer:
@@ -130,3 +137,95 @@ def _device_sync() -> None:
 
     torch.cuda.synchronize()
 
+
+
+def time_loop(
+    step: Callable[[], None],
+    *,
+    iters: int,
+    warmup: int,
+    barrier: Callable[[], None],
+    use_events: bool,
+    allgather: Callable[[Any], list[Any]] | None = None,
+    start_sync: Callable[[int], None] | None = None,
+    repeats: int = LOOP_REPEATS,
+) -> list[float]:
+    """ms per step of `iters` steps launched back to back, one figure per repeat (the slowest rank's)."""
+    sync = _device_sync if use_events else (lambda: None)
+    for _ in range(warmup):
+        step()
+    per_step: list[float] = []
+    for rep in range(repeats):
+        sync()
+        barrier()
+        if start_sync is not None:
+            start_sync(rep)
+        if use_events:
+            import torch
+
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                step()
+            end.record()
+            end.synchronize()
+            ms = start.elapsed_time(end)
+        else:
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                step()
+            ms = (time.perf_counter() - t0) * 1e3
+        per_step.append(ms / iters)
+    sync()
+    if allgather is not None:
+        everyone = allgather(per_step)
+        per_step = [max(vals) for vals in zip(*everyone)]
+    return per_step
+
+
+def host_us_per_call(
+    step: Callable[[], None],
+    *,
+    calls: int,
+    barrier: Callable[[], None],
+    use_events: bool,
+    busy_ms_per_call: float = 1.0,
+) -> list[float]:
+    """Host microseconds of each of `calls` calls of `step`, with the device kept busy (a spin queued first,
+    long enough that no launch waits for the device), as a profiler reads a launch's CPU time."""
+    sync = _device_sync if use_events else (lambda: None)
+    sync()
+    barrier()
+    if use_events:
+        import torch
+
+        if hasattr(torch.cuda, "_sleep"):
+            torch.cuda._sleep(int(QUEUE_AHEAD_CYCLES * 2 * busy_ms_per_call * calls))  # ~busy_ms_per_call each
+    out: list[float] = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        step()
+        out.append((time.perf_counter() - t0) * 1e6)
+    sync()
+    barrier()
+    return out
+
+
+class CapturedStep:
+    """One step captured in a CUDA graph (after the caller's eager warm-up), replayed by calling it."""
+
+    def __init__(self, step: Callable[[], None]) -> None:
+        import torch
+
+        self.graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            step()  # one more eager step on the capture's stream first, as torch's docs ask
+        torch.cuda.current_stream().wait_stream(side)
+        with torch.cuda.graph(self.graph):
+            step()
+        torch.cuda.synchronize()
+
+    def __call__(self) -> None:
+        self.graph.replay()

@@ -2,10 +2,12 @@
 
 A communication program takes tiles in tile order (the order the GEMM finishes them in, roughly):
 statically (pid, pid + num_programs, ...) or, with a claim counter, dynamically, so that GEMM
-programs that have finished their own tiles can join in and share the tail. It waits with acquire loads until the
-tile's ready word reaches `ready_target` (the epoch, or world_size * epoch for counters that
-every rank bumps), then calls the algorithm's TILE_FN on it. A wait that times out records an
-error word and moves on, so a lost flag fails the run instead of hanging it.
+programs that have finished their own tiles can join in and share the tail. It waits with acquire
+loads until the tile's ready words reach the step's epoch `e` (READY_SOURCES words per tile: one
+for a tile this rank's GEMM makes, one per rank for one_shot, whose tile needs every rank's
+partial; 0 for communication timed alone, with every tile taken as ready), then calls the
+algorithm's TILE_FN on it. A wait that times out records an error word and moves on, so a lost
+flag fails the run instead of hanging it.
 
 TILE_FN(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
         heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
@@ -23,20 +25,20 @@ from iris_ops.tiles import tile_coords
 
 @triton.jit
 def _move_tile(
-    tile_id, trace_pid,
+    tile_id, n_tiles, trace_pid,
     SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
+    READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
     heap_bases, cur_rank, world_size,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_SOURCES: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
 ):
-    """Wait until tile_id is ready, move it with TILE_FN, and log the wait and the move."""
+    """Wait until tile_id is ready (each of its READY_SOURCES words >= e), move it with TILE_FN, log it."""
     if COMM_TRACE is not None:
         t_wait = read_timer(CLOCK, TIMER)
-    ok = wait_local(READY + tile_id, ready_target, max_spins, READY_SCOPE)
-    if not ok:
-        record_error(ERRORS, 2, tile_id)  # ERR_TILE_READY
+    for s in tl.static_range(READY_SOURCES):
+        if not wait_local(READY + s * n_tiles + tile_id, e, max_spins, READY_SCOPE):
+            record_error(ERRORS, 2, tile_id)  # ERR_TILE_READY
     if COMM_TRACE is not None:
         t_ready = read_timer(CLOCK, TIMER)
     pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
@@ -56,33 +58,33 @@ def _move_tile(
 def comm_program(
     pid, num_programs, trace_pid,
     SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-    heap_bases, cur_rank, world_size, CLAIM, claim_base, claim_rotate,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
+    READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
+    heap_bases, cur_rank, world_size, CLAIM, claim_rotate,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_SOURCES: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
 ):
     """Move tiles until none is left. CLAIM None: tiles pid, pid + num_programs, ... (static).
-    CLAIM a counter: take the next tile in tile order with an atomic ticket, so that programs that
-    join late (GEMM programs done with their own work) share the tail; a launch's participants make
-    n_tiles + (one failing claim each) tickets, and the host passes where this launch's tickets start.
-    Ticket t is tile (t + claim_rotate) % n_tiles: the order the GEMM completes tiles in (a GEMM that
-    runs its Stream-K tiles, the last ones, first passes the first of them)."""
+    CLAIM a counter (zero when the step starts; the step's last program resets it): take the next
+    tile in tile order with an atomic ticket, so that programs that join late (GEMM programs done
+    with their own work) share the tail. Ticket t is tile (t + claim_rotate) % n_tiles: the order the
+    GEMM completes tiles in (a GEMM that runs its Stream-K tiles, the last ones, first passes the
+    first of them)."""
     n_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
     if CLAIM is None:
         for ticket in range(pid, n_tiles, num_programs):
             tile_id = (ticket + claim_rotate) % n_tiles
-            _move_tile(tile_id, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                       READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
-                       TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
+            _move_tile(tile_id, n_tiles, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+                       READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
+                       TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
     else:
-        ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
+        ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
         while ticket < n_tiles:
             tile_id = (ticket + claim_rotate) % n_tiles
-            _move_tile(tile_id, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                       READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
-                       TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
-            ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu") - claim_base
+            _move_tile(tile_id, n_tiles, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+                       READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
+                       TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
+            ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
 
 
 @triton.jit

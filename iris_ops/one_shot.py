@@ -2,9 +2,11 @@
 ranks have produced it, by loading it from every rank and summing locally, so every rank ends
 with the whole reduced C. SRC is the partial (on the heap), DST this rank's C.
 
-Readiness is a counter per tile on every rank: each rank's GEMM epilogue adds 1 to the tile's
-counter on every rank (release, system scope), so the tile is complete everywhere once the
-local counter reaches world_size * epoch."""
+Readiness is one word per (source rank, tile) on every rank, holding the epoch of the step that last
+produced it: each rank's GEMM epilogue writes the step's epoch into its own word of the tile on every
+rank (release, system scope for the peers), so the tile is complete once all world_size words of it
+reach the epoch. Epochs, not counters: a step that runs a GEMM alone or communication alone keeps
+every word consistent with the step count."""
 
 from __future__ import annotations
 
@@ -38,13 +40,16 @@ def one_shot_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm,
 @triton.jit
 def one_shot_publish_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                               heap_bases, cur_rank, world_size):
-    """Store the partial tile locally, then count it ready on every rank: a release at system scope for
-    each peer, at GPU scope for this rank's own counter (its readers are on this GPU, and a system-scope
-    release, a fence the GPU must clear with its peers, is the expensive part of the epilogue)."""
+    """Store the partial tile locally, then mark it ready on every rank (TILE_FLAGS[cur_rank, tile_id] =
+    epoch): a release at system scope for each peer, at GPU scope for this rank's own word (its readers
+    are on this GPU, and a system-scope release, a fence the GPU must clear with its peers, is the
+    expensive part of the epilogue)."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
     tl.debug_barrier()
+    n_tiles = tl.cdiv(M, acc.shape[0]) * tl.cdiv(N, acc.shape[1])
+    flag = TILE_FLAGS + cur_rank * n_tiles + tile_id
     for i in range(1, world_size):
         peer = (cur_rank + i) % world_size
-        tl.atomic_add(translate(TILE_FLAGS + tile_id, cur_rank, peer, heap_bases), 1, sem="release", scope="sys")
-    tl.atomic_add(TILE_FLAGS + tile_id, 1, sem="release", scope="gpu")
+        tl.atomic_xchg(translate(flag, cur_rank, peer, heap_bases), epoch, sem="release", scope="sys")
+    tl.atomic_xchg(flag, epoch, sem="release", scope="gpu")

@@ -1,10 +1,12 @@
 """Ahead-of-time compile of the overlap kernels for a GPU target, without a GPU.
 
-    /work/venv36/bin/python -m overlap.aot [--arch 90] [--datatype bf16] [--algorithms ...] [--modes ...]
+    python -m overlap.aot [--arch 90] [--datatype bf16] [--algorithms ...] [--modes ...]
 
 For every algorithm x mode it compiles the kernel(s) the mode launches with the default GPU
 configuration and prints registers, spills and shared memory, so compile errors and spills show
-up before any device time is spent. Run it with the Triton the target machine has.
+up before any device time is spent. Run it with the Triton the target machine has (a virtual
+environment with that triton version installed; triton compiles for a GPU target without a GPU).
+The constexpr flags below mirror what overlap.op builds for each mode.
 """
 
 from __future__ import annotations
@@ -17,29 +19,16 @@ import triton
 import triton.language as tl
 
 import iris_ops.device as device
-from harness.config import ALGORITHMS, MODES
-from iris_ops.all_reduce import all_reduce_push_epilogue, all_reduce_tile
-from iris_ops.all_scatter import all_scatter_push_epilogue, all_scatter_tile
-from iris_ops.one_shot import one_shot_publish_epilogue, one_shot_tile
+from overlap.algorithms import ALGORITHMS
+from overlap.defaults import MODES
 from overlap.kernels import comm_kernel, overlap_kernel
 from stream_k.aot import compile_for_target
 from stream_k.configs import default_config
-from stream_k.kernel import store_and_signal
 
 _ELEM = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i8"}
 _OUT = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i32"}
-_RUNTIME_INTS = {"sk_tiles", "epoch", "max_spins", "cur_rank",
-                 "world_size", "ready_target", "gemm_programs", "comm_programs", "claim_base", "zero_epoch",
-                 "zero_base", "zero_programs", "claim_rotate"}
-TILE_FN = {"all_scatter": all_scatter_tile, "all_reduce": all_reduce_tile, "one_shot": one_shot_tile}
-
-
-def _epilogue(algorithm: str, mode: str) -> Any:
-    if algorithm == "one_shot":
-        return one_shot_publish_epilogue
-    if mode == "fused_sequential":
-        return all_scatter_push_epilogue if algorithm == "all_scatter" else all_reduce_push_epilogue
-    return store_and_signal
+_RUNTIME_INTS = {"sk_tiles", "max_spins", "cur_rank", "world_size", "gemm_programs", "comm_programs", "step_programs",
+                 "zero_programs", "claim_rotate"}
 
 
 def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: bool, tma: bool = False,
@@ -49,47 +38,51 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
     cfg = default_config(datatype, f"sm{arch}")
     e, o = _ELEM[datatype], _OUT[datatype]
     acc = "i32" if datatype == "int8" else "fp32"
-    comm_ptrs = {"SRC": f"*{o}", "DST": f"*{o}", "READY": "*i32", "ZEROED": "*i32", "heap_bases": "*i64",
-                 "ERRORS": "*i32", "CLOCK": "*i64", "CLAIM": "*i32", "ZERO_COUNT": "*i32"}
+    alg = ALGORITHMS[algorithm]
+    seq = mode == "fused_sequential"
+    comm_ptrs = {"SRC": f"*{o}", "DST": f"*{o}", "READY": "*i32", "CTRL": "*i32", "heap_bases": "*i64",
+                 "ERRORS": "*i32", "CLOCK": "*i64"}
     comm_const: dict[str, Any] = {
-        "stride_sn": 1, "stride_dn": 1, "TILE_FN": TILE_FN[algorithm],
-        "READY_SCOPE": "sys" if algorithm == "one_shot" else "gpu",
+        "stride_sn": 1, "stride_dn": 1, "TILE_FN": alg.tile_fn,
+        "READY_SCOPE": "sys" if alg.ready_from_every_rank else "gpu", "READY_SOURCES": alg.ready_sources(world_size),
         "BLK_M": cfg.BLK_M, "BLK_N": cfg.BLK_N, "GSIZE_M": cfg.gsize_m, "CTM": cfg.BLK_M,
-        "CTN": cfg.BLK_N, "TIMER": device.TIMER_GLOBALTIMER,
+        "CTN": cfg.BLK_N, "TIMER": device.TIMER_GLOBALTIMER, "world_size": world_size,
+        "ZERO_C": alg.zeroes_c, "ANNOUNCE": alg.writes_peers and not alg.zeroes_c, "WAITS_ARRIVED": alg.writes_peers,
+        "CLAIM_TILES": mode != "bulk_sync", "PEER_SYNC": True,
     }
     if trace:
         comm_ptrs["COMM_TRACE"] = "*i64"
     else:
         comm_const["COMM_TRACE"] = None
     out: dict[str, dict[str, Any]] = {}
-    seq = mode == "fused_sequential"
-    is_ar = algorithm == "all_reduce"
     gemm_ptrs = {"A": f"*{e}", "B": f"*{e}", "C": f"*{o}", "P": f"*{acc}", "LOCKS": "*i32", "TILE_FLAGS": "*i32"}
     if tma:
         gemm_ptrs["A"] = f"tensordesc<{e}[{cfg.BLK_M}, {cfg.BLK_K}]>"
         gemm_ptrs["B"] = f"tensordesc<{e}[{cfg.BLK_K}, {cfg.BLK_N}]>"
         gemm_ptrs["P_DESC"] = f"tensordesc<{acc}[{cfg.BLK_M}, {cfg.BLK_N // 2}]>"
-    comm_const["world_size"] = world_size
+    join = mode in ("fused", "two_streams") or (seq and alg.push_epilogue is None)
+    comm_in_kernel = mode == "fused"
+    epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
     gemm_const = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLK_K": cfg.BLK_K, "EVEN_K": True,
-                  "EPILOGUE": _epilogue(algorithm, mode),
+                  "EPILOGUE": epilogue,
                   "INPUT_PRECISION": cfg.input_precision if datatype == "fp32" else None,
-                  "NUM_XCDS": 1, "USE_TMA": tma, "SK_FIRST": sk_first,
-                  "SK_ROUNDS": sk_rounds,
-                  "COMM_AFTER_GEMM": mode in ("fused", "two_streams") or (seq and algorithm == "one_shot"),
-                  "GEMM_WAITS_ZEROED": seq and is_ar,
-                  "COMM_WAITS_ZEROED": is_ar and mode in ("fused", "two_streams"),
-                  "ZERO_C": is_ar and mode == "fused"}
+                  "NUM_XCDS": 1, "USE_TMA": tma, "SK_FIRST": sk_first, "SK_ROUNDS": sk_rounds,
+                  "COMM_AFTER_GEMM": join, "GEMM_WAITS_ARRIVED": seq and alg.writes_peers,
+                  "WAITS_ARRIVED": alg.writes_peers and (comm_in_kernel or join),
+                  "ZERO_C": alg.zeroes_c and comm_in_kernel, "CLAIM_TILES": join or comm_in_kernel,
+                  "GEMM_SCOPE": "sys" if join or alg.gemm_writes_peers(seq, world_size) else "gpu"}
     if not tma:
         gemm_const["P_DESC"] = None
     if trace:
         gemm_ptrs["GEMM_TRACE"] = "*i64"
     else:
         gemm_const["GEMM_TRACE"] = None
-    out["overlap_kernel"] = compile_for_target(overlap_kernel, {**gemm_ptrs, **comm_ptrs}, {**gemm_const, **comm_const},
-                                               _RUNTIME_INTS, arch, cfg.num_warps, cfg.num_stages)
+    kernel_ptrs = {k: v for k, v in {**gemm_ptrs, **comm_ptrs}.items() if k in overlap_kernel.arg_names}
+    kernel_const = {k: v for k, v in {**comm_const, **gemm_const}.items() if k in overlap_kernel.arg_names}
+    out["overlap_kernel"] = compile_for_target(overlap_kernel, kernel_ptrs, kernel_const, _RUNTIME_INTS, arch,
+                                               cfg.num_warps, cfg.num_stages)
     if mode in ("bulk_sync", "two_streams"):
-        c = dict(comm_const, COMM_WAITS_ZEROED=is_ar, ZERO_C=is_ar)
-        out["comm_kernel"] = compile_for_target(comm_kernel, comm_ptrs, c, _RUNTIME_INTS, arch, 8, 1)
+        out["comm_kernel"] = compile_for_target(comm_kernel, comm_ptrs, comm_const, _RUNTIME_INTS, arch, 8, 1)
     return out
 
 

@@ -1,4 +1,4 @@
-"""The kernels that put GEMM and communication programs together.
+"""The kernels that put GEMM and communication programs together, and the step protocol they share.
 
 world_size is a compile-time constant here, so loops over ranks unroll and a communication
 program has all of its ranks' loads in flight at once.
@@ -8,20 +8,37 @@ run `stream_k.kernel.streamk_program`; programs from gemm_programs on run
 `iris_ops.comm_loop.comm_program` (workgroup specialisation by program id). With no
 communication programs it is the plain GEMM (bulk_sync, two_streams). With COMM_AFTER_GEMM the
 GEMM programs join the communication once their own GEMM work is done, claiming tiles from the
-same counter (CLAIM) as the communication programs, so the last wave's tiles are moved by many
-programs instead of the few set aside (fused and two_streams on a GPU; fused_sequential one_shot,
-whose GEMM programs are the only ones). `comm_kernel` is communication alone.
+same counter as the communication programs, so the last wave's tiles are moved by many programs
+instead of the few set aside. `comm_kernel` is communication alone; `announce_kernel` tells the
+peers that this rank has arrived at the step (after the host zeroed C, or before a preload).
 
-ZEROED: all_reduce adds into every rank's C, so C must be zeroed everywhere before anyone adds,
-and every rank must know. With communication programs (bulk_sync, two_streams, fused) they zero C
-themselves as they start (ZERO_C): the first `zero_programs` of them each clear a slice, count
-themselves done on ZERO_COUNT, and the last one to finish releases `ZEROED[cur_rank] = zero_epoch` on
-every rank; a program then waits for every rank's word before its first add. On the GPU that
-zeroing runs beside the GEMM's first wave, before any tile is ready (a host memset before the
-fused kernel cost 0.023 ms of 0.32 at 4864x4096x8256 on 2 x H200). In the interpreter one
-program zeroes (programs run one after another there, so a program waiting for a later one's
-slice would never finish). fused_sequential has no communication programs: the host zeroes C and
-`signal_zeroed` releases the words.
+The step protocol. No kernel argument changes from one step to the next (so a step can be
+captured in a CUDA graph and replayed): what changes lives in the control block CTRL, int32 words
+on the heap:
+
+    CTRL[EPOCH]          the last finished step of this rank; a step's programs use e = CTRL[EPOCH] + 1
+    CTRL[CLAIM]          tile tickets of this step (dynamic tile order)
+    CTRL[FINISHED]       programs of this step that have finished
+    CTRL[ZERO_COUNT]     slices of C zeroed this step (all_reduce)
+    CTRL[PEERS + p]      ARRIVED: the last step for which rank p's C may receive writes (p writes it)
+    CTRL[PEERS + W + p]  DONE: the last step whose communication rank p has finished (p writes it)
+
+- Arrival: an algorithm that writes into the peers' C (all_reduce's adds, all_scatter's stores)
+  waits for each peer's ARRIVED word to reach e before its first write there. all_reduce's
+  communication programs zero C as they start (beside the GEMM's first wave) and the last slice
+  releases ARRIVED = e on every rank; all_scatter's first communicating program releases it at
+  once. A peer's next step therefore never writes into C before this rank's stream has reached
+  that step, whatever runs between two steps.
+- Finish: every program of every kernel of the step counts itself on CTRL[FINISHED] as it exits,
+  with release semantics (system scope when it wrote to peers). The last of the step's
+  `step_programs` programs writes DONE = e on every peer, waits until every peer's DONE word
+  reaches e (every peer's contribution to this rank's C has landed, and every peer has finished
+  reading this rank's buffers), resets CLAIM, ZERO_COUNT and FINISHED, and only then advances
+  CTRL[EPOCH]. The step's kernels end after that, so when a rank's stream reaches the end of a
+  step its C is final and the next step may start at once, with no host barrier.
+
+Every wait is bounded by max_spins; a wait that gives up records an error word and carries on, so
+a lost peer fails the step (the host raises) instead of hanging it.
 """
 
 from __future__ import annotations
@@ -30,28 +47,54 @@ import triton
 import triton.language as tl
 
 from iris_ops.comm_loop import comm_program
-from iris_ops.device import notify, record_error, wait_local
+from iris_ops.device import ERR_PEER_READY, notify, record_error, wait_local
 from stream_k.kernel import streamk_program
 
+EPOCH = 0
+CLAIM = 1
+FINISHED = 2
+ZERO_COUNT = 3
+PEERS = 8
+
+
+def control_words(world_size: int) -> int:
+    """Length of the control block for world_size ranks."""
+    return PEERS + 2 * world_size
+
+
+_EPOCH: tl.constexpr = tl.constexpr(EPOCH)
+_CLAIM: tl.constexpr = tl.constexpr(CLAIM)
+_FINISHED: tl.constexpr = tl.constexpr(FINISHED)
+_ZERO_COUNT: tl.constexpr = tl.constexpr(ZERO_COUNT)
+_PEERS: tl.constexpr = tl.constexpr(PEERS)
+_ERR_PEER: tl.constexpr = tl.constexpr(ERR_PEER_READY)
+
 
 @triton.jit
-def _wait_peers_zeroed(ZEROED, epoch, max_spins, world_size, ERRORS):
+def _step_epoch(CTRL):
+    """This step's epoch: one past the last finished step (read once, as the program starts)."""
+    return tl.load(CTRL + _EPOCH, volatile=True) + 1
+
+
+@triton.jit
+def _announce(CTRL, e, heap_bases, cur_rank, world_size: tl.constexpr):
+    """ARRIVED[cur_rank] = e on every rank (release, system scope): peers may write into this rank's C."""
     for p in range(0, world_size):
-        if not wait_local(ZEROED + p, epoch, max_spins, "sys"):
-            record_error(ERRORS, 3, p)  # ERR_PEER_READY (the "tile" is the peer's rank)
+        notify(CTRL + _PEERS + cur_rank, e, cur_rank, p, heap_bases, "sys")
 
 
 @triton.jit
-def _release_zeroed(ZEROED, zero_epoch, heap_bases, cur_rank, world_size):
-    """ZEROED[cur_rank] = zero_epoch on every rank (release, system scope): this rank's C is zeroed."""
+def _wait_arrived(CTRL, e, max_spins, ERRORS, world_size: tl.constexpr):
+    """Wait until every rank (this one included) has arrived at step e."""
     for p in range(0, world_size):
-        notify(ZEROED + cur_rank, zero_epoch, cur_rank, p, heap_bases, "sys")
+        if not wait_local(CTRL + _PEERS + p, e, max_spins, "sys"):
+            record_error(ERRORS, _ERR_PEER.value, p)  # the "tile" is the peer's rank
 
 
 @triton.jit
-def _zero_and_signal_c(C, n_elems, part, parts, ZERO_COUNT, zero_base, ZEROED, epoch, heap_bases, cur_rank,
-                       world_size, ZERO_BLOCK: tl.constexpr):
-    """Zero slice `part` of `parts` of the contiguous C; the last part to finish tells every rank."""
+def _zero_part(C, n_elems, part, parts, CTRL, e, heap_bases, cur_rank, world_size: tl.constexpr,
+               ZERO_BLOCK: tl.constexpr):
+    """Zero slice `part` of `parts` of the contiguous C; the last slice to finish announces arrival."""
     per_part = tl.cdiv(tl.cdiv(n_elems, parts), ZERO_BLOCK) * ZERO_BLOCK
     lo = part * per_part
     hi = tl.minimum(lo + per_part, n_elems)
@@ -60,14 +103,51 @@ def _zero_and_signal_c(C, n_elems, part, parts, ZERO_COUNT, zero_base, ZEROED, e
     for start in range(lo, hi, ZERO_BLOCK):
         tl.store(C + start + offs, zeros, mask=start + offs < hi)
     tl.debug_barrier()
-    done = tl.atomic_add(ZERO_COUNT, 1, sem="acq_rel", scope="gpu") - zero_base + 1
-    if done == parts:  # the last part: every slice is zeroed (acquired through the counter)
-        _release_zeroed(ZEROED, epoch, heap_bases, cur_rank, world_size)
+    done = tl.atomic_add(CTRL + _ZERO_COUNT, 1, sem="acq_rel", scope="gpu") + 1
+    if done == parts:  # the last slice: every slice is zeroed (acquired through the counter)
+        _announce(CTRL, e, heap_bases, cur_rank, world_size)
 
 
-_DNS = ["sk_tiles", "epoch", "max_spins", "ready_target",
-        "gemm_programs", "comm_programs", "claim_base", "zero_base", "zero_programs", "zero_epoch",
-        "claim_rotate"]
+@triton.jit
+def _start_comm(c, C, n_elems, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank,
+                world_size: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr, WAITS_ARRIVED: tl.constexpr):
+    """What communication program c does before its first tile: zero its slice of C (all_reduce) or
+    announce arrival (program 0), then wait for every rank's arrival."""
+    if ZERO_C:
+        if c < zero_programs:
+            _zero_part(C, n_elems, c, zero_programs, CTRL, e, heap_bases, cur_rank, world_size, 4096)
+    elif ANNOUNCE:
+        if c == 0:
+            _announce(CTRL, e, heap_bases, cur_rank, world_size)
+    if WAITS_ARRIVED:
+        _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
+
+
+@triton.jit
+def _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr,
+            PEER_SYNC: tl.constexpr, SCOPE: tl.constexpr):
+    """Count this program finished; the step's last program closes the step (see the module docstring)."""
+    tl.debug_barrier()
+    if SCOPE == "gpu":
+        n = tl.atomic_add(CTRL + _FINISHED, 1, sem="acq_rel", scope="gpu")
+    else:
+        n = tl.atomic_add(CTRL + _FINISHED, 1, sem="acq_rel", scope="sys")
+    if n == step_programs - 1:
+        if PEER_SYNC:
+            for i in range(1, world_size):
+                notify(CTRL + _PEERS + world_size + cur_rank, e, cur_rank, (cur_rank + i) % world_size, heap_bases,
+                       "sys")
+            for i in range(1, world_size):
+                p = (cur_rank + i) % world_size
+                if not wait_local(CTRL + _PEERS + world_size + p, e, max_spins, "sys"):
+                    record_error(ERRORS, _ERR_PEER.value, p)
+        tl.store(CTRL + _CLAIM, 0)
+        tl.store(CTRL + _ZERO_COUNT, 0)
+        tl.store(CTRL + _FINISHED, 0)
+        tl.atomic_xchg(CTRL + _EPOCH, e, sem="release", scope="gpu")
+
+
+_DNS = ["sk_tiles", "max_spins", "gemm_programs", "comm_programs", "step_programs", "zero_programs", "claim_rotate"]
 
 
 @triton.jit(do_not_specialize=_DNS)
@@ -76,92 +156,95 @@ def overlap_kernel(
     A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    sk_tiles,
-    epoch, max_spins,
+    sk_tiles, max_spins,
     heap_bases, cur_rank, world_size: tl.constexpr,
-    # communication (iris_ops.comm_loop.comm_program's arguments)
-    SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, COMM_TRACE, ZEROED, zero_epoch, CLAIM, claim_base, claim_rotate,
-    ZERO_COUNT, zero_base, zero_programs,
-    gemm_programs, comm_programs,
+    # communication (iris_ops.comm_loop.comm_program's arguments; the source is the GEMM's C)
+    DST, stride_dm, stride_dn, COMM_TRACE, CTRL, claim_rotate, zero_programs,
+    gemm_programs, comm_programs, step_programs,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr, SK_FIRST: tl.constexpr,
     SK_ROUNDS: tl.constexpr, P_DESC,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr,
-    COMM_AFTER_GEMM: tl.constexpr, GEMM_WAITS_ZEROED: tl.constexpr, COMM_WAITS_ZEROED: tl.constexpr,
-    ZERO_C: tl.constexpr,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_SOURCES: tl.constexpr, CTM: tl.constexpr,
+    CTN: tl.constexpr, CLAIM_TILES: tl.constexpr, COMM_AFTER_GEMM: tl.constexpr,
+    GEMM_WAITS_ARRIVED: tl.constexpr, WAITS_ARRIVED: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr,
+    PEER_SYNC: tl.constexpr, GEMM_SCOPE: tl.constexpr,
 ):
     pid = tl.program_id(0)
+    e = _step_epoch(CTRL)
+    claim = CTRL + _CLAIM
+    if not CLAIM_TILES:
+        claim = None
     if pid < gemm_programs:
-        if GEMM_WAITS_ZEROED:  # fused_sequential all_reduce adds into every rank's C from its epilogue
-            _wait_peers_zeroed(ZEROED, zero_epoch, max_spins, world_size, ERRORS)
+        if GEMM_WAITS_ARRIVED:  # fused_sequential: the epilogue writes into every rank's C
+            if ANNOUNCE:
+                if pid == 0:
+                    _announce(CTRL, e, heap_bases, cur_rank, world_size)
+            _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
         streamk_program(
             pid, gemm_programs,
             A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
             M, N, K,
             stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
             sk_tiles,
-            epoch, max_spins,
+            e, max_spins,
             heap_bases, cur_rank, world_size,
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
             SK_ROUNDS, P_DESC,
         )
         if COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
-            if COMM_WAITS_ZEROED:
-                _wait_peers_zeroed(ZEROED, zero_epoch, max_spins, world_size, ERRORS)
+            if WAITS_ARRIVED:
+                _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
             comm_program(
                 pid, gemm_programs, pid,
-                SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-                READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-                heap_bases, cur_rank, world_size, CLAIM, claim_base, claim_rotate,
-                TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+                C, DST, M, N, stride_cm, stride_cn, stride_dm, stride_dn,
+                TILE_FLAGS, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
+                heap_bases, cur_rank, world_size, claim, claim_rotate,
+                TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
             )
+        _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, GEMM_SCOPE)
     else:
-        if ZERO_C:
-            if pid - gemm_programs < zero_programs:
-                _zero_and_signal_c(DST, CM * CN, pid - gemm_programs, zero_programs, ZERO_COUNT, zero_base, ZEROED,
-                                   zero_epoch, heap_bases, cur_rank, world_size, 4096)
-        if COMM_WAITS_ZEROED:
-            _wait_peers_zeroed(ZEROED, zero_epoch, max_spins, world_size, ERRORS)
+        c = pid - gemm_programs
+        _start_comm(c, DST, M * N, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
+                    ZERO_C, ANNOUNCE, WAITS_ARRIVED)
         comm_program(
-            pid - gemm_programs, comm_programs, pid,
-            SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-            READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-            heap_bases, cur_rank, world_size, CLAIM, claim_base, claim_rotate,
-            TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+            c, comm_programs, pid,
+            C, DST, M, N, stride_cm, stride_cn, stride_dm, stride_dn,
+            TILE_FLAGS, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
+            heap_bases, cur_rank, world_size, claim, claim_rotate,
+            TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
         )
+        _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, "sys")
 
 
-@triton.jit(do_not_specialize=["zero_epoch", "max_spins", "ready_target", "claim_base", "zero_base",
-                               "zero_programs", "claim_rotate"])
+@triton.jit(do_not_specialize=["max_spins", "step_programs", "zero_programs", "claim_rotate"])
 def comm_kernel(
-    SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK, ZEROED, zero_epoch, CLAIM, claim_base, claim_rotate,
-    ZERO_COUNT, zero_base, zero_programs,
+    SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+    READY, max_spins, ERRORS, COMM_TRACE, CLOCK, CTRL, claim_rotate, zero_programs, step_programs,
     heap_bases, cur_rank, world_size: tl.constexpr,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr,
+    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_SOURCES: tl.constexpr,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
-    CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr, COMM_WAITS_ZEROED: tl.constexpr,
-    ZERO_C: tl.constexpr,
+    CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr, CLAIM_TILES: tl.constexpr,
+    WAITS_ARRIVED: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr, PEER_SYNC: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    if ZERO_C:
-        if pid < zero_programs:
-            _zero_and_signal_c(DST, CM * CN, pid, zero_programs, ZERO_COUNT, zero_base, ZEROED, zero_epoch,
-                               heap_bases, cur_rank, world_size, 4096)
-    if COMM_WAITS_ZEROED:
-        _wait_peers_zeroed(ZEROED, zero_epoch, max_spins, world_size, ERRORS)
+    e = _step_epoch(CTRL)
+    claim = CTRL + _CLAIM
+    if not CLAIM_TILES:
+        claim = None
+    _start_comm(pid, DST, M * N, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
+                ZERO_C, ANNOUNCE, WAITS_ARRIVED)
     comm_program(
         pid, tl.num_programs(0), pid,
-        SRC, DST, CM, CN, stride_sm, stride_sn, stride_dm, stride_dn,
-        READY, ready_target, max_spins, ERRORS, COMM_TRACE, CLOCK,
-        heap_bases, cur_rank, world_size, CLAIM, claim_base, claim_rotate,
-        TILE_FN, READY_SCOPE, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+        SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+        READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
+        heap_bases, cur_rank, world_size, claim, claim_rotate,
+        TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
     )
+    _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, "sys")
 
 
-@triton.jit(do_not_specialize=["zero_epoch"])
-def signal_zeroed(ZEROED, zero_epoch, heap_bases, cur_rank, world_size: tl.constexpr):
-    """Tell every rank that this rank's C is zeroed for `zero_epoch` (runs after the memset, same stream)."""
-    _release_zeroed(ZEROED, zero_epoch, heap_bases, cur_rank, world_size)
+@triton.jit
+def announce_kernel(CTRL, heap_bases, cur_rank, world_size: tl.constexpr):
+    """Tell every rank that this rank has arrived at the coming step (after the host zeroed C)."""
+    _announce(CTRL, _step_epoch(CTRL), heap_bases, cur_rank, world_size)

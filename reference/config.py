@@ -74,6 +74,7 @@ class RefConfig:
     device: str = "auto"
     gather_layout: str = "row_major"
     start_sync: str = "device"
+    graph: bool = False
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -156,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--gather_layout", default="row_major", choices=GATHER_LAYOUTS,
       help="all_gather: row_major ends with a contiguous M x N C (the gathered [W, M, N/W] blocks are "
       "transposed into it, timed as 'layout'); rank_blocked stops at the [W, M, N/W] buffer")
+    a("--graph", action="store_true",
+      help="also capture one step in a CUDA graph (GPU only) and time its replays back to back")
     a("--start_sync", default="device", choices=START_SYNCS,
       help="how timed iterations start together: device (a one-element all-reduce on the device group right "
       "before the start event, so every rank's stream starts together) or host (a host barrier only)")

@@ -14,9 +14,17 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from harness.runlog import new_record, timing_section
+from harness.runlog import new_record, summarize_ms, timing_section
+from harness.timing import (
+    HOST_METHOD,
+    LOOP_METHOD,
+    CapturedStep,
+    StepTimer,
+    host_us_per_call,
+    time_iterations,
+    time_loop,
+)
 from harness.timing import METHOD as TIMING_METHOD
-from harness.timing import StepTimer, time_iterations
 from reference.config import RefConfig
 from reference.inputs import compare
 from reference.variants import VARIANTS, Prepared, Variant
@@ -68,6 +76,32 @@ def _device_barrier(world: World) -> Any:
     return start_sync
 
 
+def _back_to_back(prepared: Prepared, world: World, cfg: RefConfig, timed: dict[str, Any]) -> dict[str, Any]:
+    """The loop timings benchmark.py reports too: steps back to back (eager, and replayed from a CUDA graph with
+    --graph), and the host's time per call with the device kept busy."""
+    quiet = StepTimer(use_events=False)  # the step's spans become host timestamps: nothing on the device
+
+    def call() -> None:
+        prepared.step(quiet)
+
+    loop = time_loop(call, **timed)
+    host = host_us_per_call(call, calls=min(cfg.iters, 100), barrier=world.barrier, use_events=timed["use_events"])
+    out: dict[str, Any] = {"loop": summarize_ms(loop), "loop_method": LOOP_METHOD, "host_us": summarize_ms(host),
+                           "host_method": HOST_METHOD, "graph_ms": None}
+    out["loop_ms"] = out["loop"]["median"]
+    out["host_us_per_step"] = out["host_us"]["median"]
+    if cfg.graph and world.device.type == "cuda":
+        try:
+            graph = CapturedStep(call)
+        except Exception as exc:  # a variant that cannot be captured says why; the eager figures stand
+            out["graph_skipped"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            torch.cuda.synchronize()
+        else:
+            out["graph"] = summarize_ms(time_loop(graph, **timed))
+            out["graph_ms"] = out["graph"]["median"]
+    return out
+
+
 def _skipped_timing(cfg: RefConfig) -> dict[str, Any]:
     return {"iters": cfg.iters, "warmup": cfg.warmup, "e2e_ms": None, "tflops": None, "kernels_ms": {}}
 
@@ -105,14 +139,14 @@ def run_variant(key: str, world: World, cfg: RefConfig) -> dict[str, Any]:
         return new_record(**common, timing=_skipped_timing(cfg),
                           validation={"enabled": cfg.validate, "passed": None}, extra=extra)
 
-    e2e, kernels = time_iterations(
-        prepared.step, iters=cfg.iters, warmup=cfg.warmup, barrier=world.barrier,
-        use_events=world.device.type == "cuda", allgather=world.allgather,
-        start_sync=_device_barrier(world) if cfg.start_sync == "device" and w > 1 else None,
-    )
+    timed = {"iters": cfg.iters, "warmup": cfg.warmup, "barrier": world.barrier,
+             "use_events": world.device.type == "cuda", "allgather": world.allgather,
+             "start_sync": _device_barrier(world) if cfg.start_sync == "device" and w > 1 else None}
+    e2e, kernels = time_iterations(prepared.step, **timed)
     timing = timing_section(e2e, kernels, sizes["flops_per_rank"], cfg.iters, cfg.warmup)
     timing["method"] = TIMING_METHOD
     timing["start_sync"] = cfg.start_sync
+    timing.update(_back_to_back(prepared, world, cfg, timed))
     validation = _validation(variant, prepared, world, cfg) if cfg.validate else {"enabled": False, "passed": None}
     extra.update(prepared.extra)
     record = new_record(**common, timing=timing, validation=validation, extra=extra)
@@ -133,6 +167,9 @@ def summary_line(record: dict[str, Any]) -> str:
     kernels = ", ".join(f"{k} {v:.3f}" for k, v in t["kernels_ms"].items())
     tflops = t["tflops"] if t["tflops"] is not None and math.isfinite(t["tflops"]) else float("nan")
     line = f"{head}: {t['e2e_ms']:.3f} ms ({kernels}) {tflops:.1f} TFLOP/s per GPU"
+    if t.get("loop_ms") is not None:
+        graph = f", graph {t['graph_ms']:.3f}" if t.get("graph_ms") is not None else ""
+        line += f"; back to back {t['loop_ms']:.3f} ms/step{graph}, host {t['host_us_per_step']:.1f} us/step"
     v = record["validation"]
     if v.get("enabled"):
         verdict = "passed" if v["passed"] else "FAILED"

@@ -2,7 +2,7 @@
 
     python -m stream_k.aot [--arch 90] [--dtypes bf16,fp16,fp32,int8] [--trace]
 
-Run it with the Triton that the target machine uses (3.6 for the H200s: /work/venv36/bin/python).
+Run it with the Triton that the target machine uses (3.6 on the H200s), from a virtual environment that has it.
 Arguments are specialised as Triton's JIT would for large aligned shapes (row-major A, B, C; every
 pointer, M, N, K and leading stride divisible by 16; unit strides constant), so the code is the code
 the benchmark runs. `--trace` also turns on tile flags and the per-tile trace (the fused-kernel case).

@@ -1,0 +1,135 @@
+"""A kernel launch bound once: the arguments, grid and options of one Triton kernel, launched many times.
+
+Triton's `kernel[grid](**kwargs)` binds and specialises every argument, looks the compiled kernel
+up, checks its globals, resolves each tensor's pointer with a driver call and encodes each tensor
+descriptor, on every call: tens of microseconds for the ~50-argument kernels here. A model calls
+the same step with the same buffers again and again, so `BoundLaunch` does all of that once:
+
+- the first call goes through Triton (compiling if needed) and keeps the compiled kernel;
+- later calls hand the compiled kernel's launcher the same arguments, with tensors already turned
+  into device addresses and tensor descriptors already encoded: one C call (a few microseconds).
+
+The fast path needs Triton's NVIDIA launcher layout (triton 3.x: `CompiledKernel.run` is a
+`CudaLauncher`); anywhere else (AMD, the interpreter, a launch hook installed, scratch memory,
+STREAMK_PGAS_FAST_LAUNCH=0) every call goes through `kernel[grid](...)`, which is always right.
+The buffers behind the arguments must outlive the binding and must not move (the op owns them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+_CHECKED: set[tuple[str, frozenset[str]]] = set()
+
+
+def check_arguments(kernel: Any, args: dict[str, Any]) -> None:
+    """Every parameter named and none left over. Triton's interpreter ignores an unknown keyword that the
+    compiled launch rejects, so the CPU runs check here what the GPU would (once per kernel and name set)."""
+    key = (kernel.fn.__name__, frozenset(args))
+    if key in _CHECKED:
+        return
+    names = list(kernel.arg_names)
+    unknown = sorted(set(args) - set(names))
+    missing = [n for n in names if n not in args]
+    if unknown or missing:
+        raise TypeError(f"{kernel.fn.__name__}: unknown arguments {unknown}, missing {missing}")
+    _CHECKED.add(key)
+
+
+def fast_launch_enabled() -> bool:
+    return os.environ.get("STREAMK_PGAS_FAST_LAUNCH", "1") != "0" and os.environ.get("TRITON_INTERPRET") != "1"
+
+
+class BoundLaunch:
+    """`kernel[(programs,)](**args, **options)`, bound once; call it with a CUDA stream handle or None."""
+
+    def __init__(self, kernel: Any, programs: int, args: dict[str, Any], options: dict[str, Any]) -> None:
+        check_arguments(kernel, args)
+        self.kernel = kernel
+        self.programs = programs
+        self.args = args
+        self.options = options
+        self.compiled: Any = None
+        self._fast: Callable[[int], None] | None = None
+        self.fast = False  # True once launches go through the bound launcher
+
+    @property
+    def name(self) -> str:
+        return self.kernel.fn.__name__
+
+    def __call__(self, stream: Any = None) -> None:
+        """Launch on `stream` (a torch.cuda.Stream; None: the current stream)."""
+        if self._fast is not None:
+            handle = stream.cuda_stream if stream is not None else torch._C._cuda_getCurrentRawStream(
+                torch.cuda.current_device())
+            self._fast(handle)
+            return
+        if stream is not None:
+            with torch.cuda.stream(stream):
+                compiled = self.kernel[(self.programs,)](**self.args, **self.options)
+        else:
+            compiled = self.kernel[(self.programs,)](**self.args, **self.options)
+        if self.compiled is None and compiled is not None and hasattr(compiled, "metadata"):
+            self.compiled = compiled
+            if fast_launch_enabled():
+                self._fast = _bind_fast(compiled, self.kernel, self.programs, self.args)
+                self.fast = self._fast is not None
+
+
+def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]) -> Callable[[int], None] | None:
+    """The launcher of `compiled` with every argument resolved, or None where its layout is not the known one."""
+    try:
+        import triton
+
+        launcher = compiled.run
+        if triton.knobs.runtime.launch_enter_hook is not None or triton.knobs.runtime.launch_exit_hook is not None:
+            return None
+        if any(getattr(launcher, f, 0) for f in ("global_scratch_size", "profile_scratch_size")):
+            return None
+        raw = _raw_launch(launcher)
+        if raw is None:
+            return None
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+
+        compiled._init_handles()
+        signature = list(compiled.src.signature.values())
+        meta = list(getattr(compiled.metadata, "tensordesc_meta", None) or [])
+        flat: list[Any] = []
+        desc_i = 0
+        for name, sig in zip(kernel.arg_names, signature):
+            value = args[name]
+            if isinstance(sig, str) and sig.startswith("tensordesc"):
+                flat.extend(make_tensordesc_arg(value, meta[desc_i] if meta else None))
+                desc_i += 1
+            elif isinstance(value, torch.Tensor):
+                flat.append(value.data_ptr())
+            else:
+                flat.append(value)
+        head = (programs, 1, 1)
+        tail = (compiled.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl), None, None,
+                compiled.packed_metadata, None, None, None, *flat)
+    except Exception:  # an unknown launcher layout: the plain path stays right
+        return None
+
+    def launch(stream: int) -> None:
+        raw(*head, stream, *tail)
+
+    return launch
+
+
+def _raw_launch(launcher: Any) -> Callable[..., Any] | None:
+    """The compiled C `launch` inside a CudaLauncher (unwrapping the tensor-descriptor wrapper)."""
+    fn = getattr(launcher, "launch", None)
+    if fn is None:
+        return None
+    if type(fn).__name__ == "builtin_function_or_method":
+        return fn
+    for cell in getattr(fn, "__closure__", None) or ():
+        inner = cell.cell_contents
+        if type(inner).__name__ == "builtin_function_or_method" and getattr(inner, "__name__", "") == "launch":
+            return inner
+    return None

@@ -1,0 +1,489 @@
+"""The overlapped GEMM as a library op: built once for a problem, then called like a matmul, step after step.
+
+    import iris_ops
+    from overlap import OverlapOp
+
+    shmem = iris_ops.iris(OverlapOp.heap_bytes("all_reduce", 4096, 8192, 8192, "bf16", world_size))
+    op = OverlapOp.create(shmem, "all_reduce", 4096, 8192, 8192, "bf16")   # every rank, same arguments
+    a, b = op.a, op.b                      # this rank's shards (M x K/W and K/W x N here); or your own tensors
+    c = op(a, b)                           # the whole C on every rank, queued on the current stream
+
+Every rank builds the op with the same arguments and calls it the same number of times (it is a
+collective). A call queues the step's kernels on the current stream and returns the op's C buffer
+(the same tensor every call, overwritten by the next call: clone it to keep it). Stream semantics:
+when a rank's stream reaches the end of a step, that rank's C is final, every peer's contribution
+included, and the next step may be queued at once, with no host barrier; work queued on the
+stream between two steps may read or write C. A step can be captured in a CUDA graph
+(`torch.cuda.graph`) after one eager call, and replayed.
+
+A and B may be the op's own buffers (`op.a`, `op.b`: write your data into them, no copy is made)
+or any tensors of the right shape, dtype, device and row-major layout (16-byte aligned rows); the
+launch arguments for a pair of input buffers are bound once and reused while the same buffers come
+back, so a step costs the host one or two kernel launches.
+
+Shards, for W ranks and rank r (the algorithm's split):
+    all_reduce, one_shot   A[:, r*K/W:(r+1)*K/W] (M x K/W) and B[r*K/W:(r+1)*K/W, :] (K/W x N); C = A @ B
+    all_scatter            A (M x K, whole) and B[:, r*N/W:(r+1)*N/W] (K x N/W); C = A @ B
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from iris_ops import Iris, decode_error
+from iris_ops.device import ARCH
+from iris_ops.tiles import num_tiles
+from overlap.algorithms import ALGORITHMS, Algorithm
+from overlap.defaults import MODES, default_comm_sms, default_sk_rounds
+from overlap.kernels import announce_kernel, comm_kernel, control_words, overlap_kernel
+from overlap.launch import BoundLaunch
+from stream_k import KernelConfig, StreamKGemm, plan_streamk
+from stream_k.configs import default_config
+from stream_k.gemm import DTYPES, dtype_name, output_dtype
+
+INTERPRETED = ARCH == 0
+_ALIGN = 1024
+
+
+@dataclass(frozen=True)
+class OverlapConfig:
+    """Everything that fixes the kernels of one op. `resolve` fills the None fields from the defaults."""
+
+    algorithm: str
+    m: int
+    n: int
+    k: int
+    datatype: str = "bf16"
+    mode: str = "fused"
+    total_sms: int | None = None  # programs in all (the device's SM count)
+    gemm_sms: int | None = None  # programs doing GEMM work; the rest communicate
+    kernel: KernelConfig | None = None  # GEMM tile, stages, warps, TMA (default_config for the device)
+    comm_tile_m: int | None = None  # the block a communication step moves (a whole GEMM tile)
+    comm_tile_n: int | None = None
+    comm_threads: int = 256  # threads per program of the separate communication kernel
+    two_tiles: bool = True
+    schedule: str = "hybrid"
+    sk_first: bool = False
+    sk_rounds: int | None = None
+    gemm_joins_comm: bool = True
+    timeout_s: float = 30.0
+
+    def resolve(self, device: torch.device) -> OverlapConfig:
+        """A copy with every default filled in for `device` (the interpreter on the CPU)."""
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {self.algorithm!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        on_gpu = device.type == "cuda"
+        total = self.total_sms
+        if total is None:
+            total = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 4
+        gemm = self.gemm_sms if self.gemm_sms is not None else max(1, total - default_comm_sms(self.algorithm, total,
+                                                                                              on_gpu))
+        kernel = self.kernel
+        if kernel is None:
+            kernel = default_config(dtype_name(self.datatype))
+            if on_gpu and torch.version.hip is None and torch.cuda.get_device_capability(device)[0] >= 9:
+                kernel = kernel.replace(tma=True)
+        rounds = self.sk_rounds if self.sk_rounds is not None else default_sk_rounds(self.algorithm, self.mode,
+                                                                                     not on_gpu)
+        return dataclasses.replace(self, total_sms=total, gemm_sms=gemm, kernel=kernel, sk_rounds=rounds,
+                                   comm_tile_m=self.comm_tile_m or kernel.BLK_M,
+                                   comm_tile_n=self.comm_tile_n or kernel.BLK_N)
+
+
+def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
+    """Bytes of symmetric heap one op allocates on each rank."""
+    alg = ALGORITHMS[cfg.algorithm]
+    kernel = cfg.kernel or default_config(dtype_name(cfg.datatype))
+    out_elem = torch.empty((), dtype=output_dtype(cfg.datatype)).element_size()
+
+    def up(x: int) -> int:
+        return max(_ALIGN, -(-x // _ALIGN) * _ALIGN)
+
+    tiles = num_tiles(cfg.m, alg.local_n(cfg.n, world_size), kernel.BLK_M, kernel.BLK_N)
+    mn = up(cfg.m * cfg.n * out_elem)
+    total = mn + up(tiles * alg.ready_sources(world_size) * 4) + up(control_words(world_size) * 4)
+    return total + (mn if alg.partial_buffer else 0)
+
+
+@dataclass
+class _Step:
+    """The launches of one kind of step, in order: host-side actions, launches on the current stream (in
+    named groups: the spans of the isolated timing), and one launch on the communication stream."""
+
+    pre: list[Any] = field(default_factory=list)  # callables, queued on the current stream first
+    main: list[tuple[str, list[BoundLaunch]]] = field(default_factory=list)
+    side: BoundLaunch | None = None  # two_streams on a GPU: the communication kernel
+    side_name: str = "comm"
+
+    def launches(self) -> list[BoundLaunch]:
+        out = [x for _, group in self.main for x in group]
+        return out + ([self.side] if self.side is not None else [])
+
+
+class OverlapOp:
+    """One distributed GEMM + communication problem, built once on a heap, called step after step."""
+
+    def __init__(self, cfg: OverlapConfig, shmem: Iris) -> None:
+        self.shmem = shmem
+        self.rank = shmem.get_rank()
+        self.world = shmem.get_num_ranks()
+        self.device = shmem.get_device()
+        self.on_gpu = self.device.type == "cuda"
+        cfg = cfg.resolve(self.device)
+        self.cfg = cfg
+        self.alg: Algorithm = ALGORITHMS[cfg.algorithm]
+        self.dtype = DTYPES[dtype_name(cfg.datatype)]
+        self.out_dtype = output_dtype(cfg.datatype)
+        W, r, alg, kc = self.world, self.rank, self.alg, cfg.kernel
+        assert kc is not None and cfg.total_sms is not None and cfg.gemm_sms is not None
+        M, N, K = cfg.m, cfg.n, cfg.k
+        split_dim = K if alg.split == "k" else N
+        if split_dim % W:
+            raise ValueError(f"{cfg.algorithm} splits {'K' if alg.split == 'k' else 'N'} = {split_dim} over "
+                             f"{W} ranks: it must be a multiple of {W}")
+        if not 1 <= cfg.gemm_sms < cfg.total_sms and cfg.mode in ("two_streams", "fused"):
+            raise ValueError(f"gemm_sms must be in [1, {cfg.total_sms - 1}]; got {cfg.gemm_sms}")
+        self.local_k = alg.local_k(K, W)
+        self.local_n = alg.local_n(N, W)
+        self.mode = cfg.mode
+        self.sequential = cfg.mode == "fused_sequential"
+
+        # This rank's input buffers (a plain device allocation: only this rank reads them).
+        self.a = torch.zeros((M, self.local_k), dtype=self.dtype, device=self.device)
+        self.b = torch.zeros((self.local_k, self.local_n), dtype=self.dtype, device=self.device)
+        # Heap buffers (every rank allocates the same sequence, so offsets match).
+        need = heap_bytes(cfg, W)
+        free = shmem.heap_free_bytes() if hasattr(shmem, "heap_free_bytes") else None
+        if free is not None and need > free:
+            raise MemoryError(f"OverlapOp needs {need} B of symmetric heap per rank; {free} B are free")
+        self.c = shmem.zeros(M, N, dtype=self.out_dtype)
+        self.partial = shmem.zeros(M, N, dtype=self.out_dtype) if alg.partial_buffer else None
+        self.tiles = num_tiles(M, self.local_n, kc.BLK_M, kc.BLK_N)
+        self.ready = shmem.zeros(self.tiles * alg.ready_sources(W), dtype=torch.int32)
+        self.ctrl = shmem.zeros(control_words(W), dtype=torch.int32)
+        self.gemm_out = self.c[:, r * self.local_n:(r + 1) * self.local_n] if alg.split == "n" else self.partial
+        self.errors = torch.zeros(1, dtype=torch.int32, device=self.device)
+        self.gemm_trace: torch.Tensor | None = None
+        self.comm_trace: torch.Tensor | None = None
+
+        # GEMM variants by program count: the mode's, and the one timed alone (--gemm_sms programs).
+        self._gemms: dict[int, StreamKGemm] = {}
+        T, G = cfg.total_sms, cfg.gemm_sms
+        self.gemm_programs = {"bulk_sync": T, "two_streams": G, "fused": G, "fused_sequential": T}[cfg.mode]
+        self.comm_programs = {"bulk_sync": T, "two_streams": T - G, "fused": T - G, "fused_sequential": 0}[cfg.mode]
+        self.main_gemm = self._gemm(self.gemm_programs)
+        # GEMM programs join the communication when done with their tiles (GPU only: in the interpreter
+        # programs run one after another, so an early program would wait on a later one's tile).
+        self.join = cfg.gemm_joins_comm and not INTERPRETED and cfg.mode in ("fused", "two_streams")
+        self.comm_stream = torch.cuda.Stream(self.device) if self.on_gpu and cfg.mode == "two_streams" else None
+        if self.comm_stream is not None:
+            self._fork = torch.cuda.Event()
+            self._join = torch.cuda.Event()
+        self._steps: dict[tuple, _Step] = {}
+        self._last: tuple[Any, Any, str, _Step] | None = None
+        self._preloaded: set[str] = set()
+        self.broken: str | None = None
+
+    @classmethod
+    def create(cls, shmem: Iris, algorithm: str, m: int, n: int, k: int, datatype: str = "bf16",
+               mode: str = "fused", **options: Any) -> OverlapOp:
+        """An op with the defaults for this device; `options` set OverlapConfig fields."""
+        return cls(OverlapConfig(algorithm, m, n, k, datatype, mode, **options), shmem)
+
+    @staticmethod
+    def heap_bytes(algorithm: str, m: int, n: int, k: int, datatype: str = "bf16", world_size: int = 1,
+                   **options: Any) -> int:
+        """Bytes of symmetric heap the op needs on each rank (size the heap with at least this)."""
+        return heap_bytes(OverlapConfig(algorithm, m, n, k, datatype, **options), world_size)
+
+    # ---- calling ----------------------------------------------------------------------------------
+
+    def __call__(self, a: torch.Tensor | None = None, b: torch.Tensor | None = None) -> torch.Tensor:
+        """Queue one step on the current stream; returns C (the op's buffer). Collective: every rank calls it."""
+        self._run(self._step_for("step", a, b))
+        return self.c
+
+    def step(self, timer: Any = None, *, traced: bool = False) -> None:
+        """One step on the op's own input buffers; with `timer` (harness.timing.StepTimer) each kernel
+        group is bracketed by a named span (the isolated benchmark's per-kernel times)."""
+        self._run(self._step_for("traced" if traced else "step", None, None), timer)
+
+    def gemm_alone(self, timer: Any = None) -> None:
+        """The GEMM on --gemm_sms programs with nothing else running (a step of its own)."""
+        self._run(self._step_for("gemm_alone", None, None), timer)
+
+    def comm_alone(self, timer: Any = None) -> None:
+        """The communication on the other programs, every tile taken as ready (a step of its own)."""
+        self._run(self._step_for("comm_alone", None, None), timer)
+
+    def prepare(self, *, traced: bool = False) -> None:
+        """Bind the step's launches on the op's own buffers (and preload two_streams' kernels) now, not at the
+        first call. Collective: every rank calls it."""
+        self._step_for("traced" if traced else "step", None, None)
+
+    def _run(self, step: _Step, timer: Any = None) -> None:
+        if self.broken is not None:
+            raise RuntimeError(f"OverlapOp is unusable: {self.broken}; call reset() on every rank")
+        if timer is not None:
+            self._run_timed(step, timer)
+            return
+        for action in step.pre:
+            action()
+        if step.side is None:
+            for _, group in step.main:
+                for launch in group:
+                    launch()
+            return
+        cur = torch.cuda.current_stream(self.device)
+        self._fork.record(cur)
+        self.comm_stream.wait_event(self._fork)  # type: ignore[union-attr]
+        for _, group in step.main:
+            for launch in group:
+                launch()
+        step.side(self.comm_stream)
+        self._join.record(self.comm_stream)
+        cur.wait_event(self._join)
+
+    def _run_timed(self, step: _Step, timer: Any) -> None:
+        if step.pre:
+            with timer.span("zero"):
+                for action in step.pre:
+                    action()
+        if step.side is not None:
+            cur = torch.cuda.current_stream(self.device)
+            self.comm_stream.wait_stream(cur)  # type: ignore[union-attr]
+            for name, group in step.main:
+                with timer.span(name, cur):
+                    for launch in group:
+                        launch()
+            with timer.span(step.side_name, self.comm_stream):
+                step.side()
+            cur.wait_stream(self.comm_stream)  # type: ignore[arg-type]
+            return
+        for name, group in step.main:
+            with timer.span(name):
+                for launch in group:
+                    launch()
+
+    # ---- checks -----------------------------------------------------------------------------------
+
+    def _check_inputs(self, a: torch.Tensor, b: torch.Tensor) -> None:
+        for name, t, shape in (("a", a, (self.cfg.m, self.local_k)), ("b", b, (self.local_k, self.local_n))):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"OverlapOp: {name} must be a torch.Tensor; got {type(t).__name__}")
+            if tuple(t.shape) != shape:
+                raise ValueError(f"OverlapOp: {name} must have shape {shape} (this rank's shard of "
+                                 f"{self.cfg.algorithm}); got {tuple(t.shape)}")
+            if t.dtype != self.dtype:
+                raise ValueError(f"OverlapOp: {name} must be {self.dtype}; got {t.dtype}")
+            if t.device != self.device:
+                raise ValueError(f"OverlapOp: {name} must be on {self.device}; got {t.device}")
+            if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
+                raise ValueError(f"OverlapOp: {name} must be row-major with 16-byte aligned rows and start; got "
+                                 f"strides {t.stride()} at address {t.data_ptr():#x}")
+
+    def check_errors(self) -> None:
+        """Raise if a wait of any step so far gave up (synchronises); the op is then unusable until reset()."""
+        code = int(self.errors.item())
+        if code:
+            self.errors.zero_()
+            self.broken = f"rank {self.rank}: {decode_error(code)} (a wait gave up after ~{self.cfg.timeout_s:g} s)"
+            raise RuntimeError(self.broken)
+
+    def reset(self) -> None:
+        """Start the step protocol afresh after a failed step (every rank together; synchronises)."""
+        if self.on_gpu:
+            torch.cuda.synchronize(self.device)
+        self.shmem.barrier()
+        for t in (self.ctrl, self.ready, self.errors, *(g.locks for g in self._gemms.values())):
+            t.zero_()
+        if self.on_gpu:
+            torch.cuda.synchronize(self.device)
+        self.shmem.barrier()
+        self.broken = None
+
+    # ---- building the launches of a step ----------------------------------------------------------
+
+    def _gemm(self, programs: int) -> StreamKGemm:
+        if programs not in self._gemms:
+            cfg, kc = self.cfg, self.cfg.kernel
+            assert kc is not None
+            plan = plan_streamk(cfg.m, self.local_n, self.local_k, kc.BLK_M, kc.BLK_N, kc.BLK_K, programs,
+                                gsize_m=kc.gsize_m, two_tiles=cfg.two_tiles, schedule=cfg.schedule,
+                                sk_first=cfg.sk_first, sk_rounds=cfg.sk_rounds or 1)
+            self._gemms[programs] = StreamKGemm(plan, cfg.datatype, kc, device=self.device, timeout_s=cfg.timeout_s)
+        return self._gemms[programs]
+
+    def _traces(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.gemm_trace is None:
+            self.gemm_trace = torch.zeros(self.tiles, 3, dtype=torch.int64, device=self.device)
+            self.comm_trace = torch.zeros(self.tiles, 5, dtype=torch.int64, device=self.device)
+        assert self.comm_trace is not None
+        return self.gemm_trace, self.comm_trace
+
+    def _comm_fields(self, claim: bool, traced: bool, wait_ready: bool) -> dict[str, Any]:
+        alg, cfg = self.alg, self.cfg
+        dst = self.gemm_out if alg.split == "n" else self.c
+        return {
+            "DST": dst, "stride_dm": dst.stride(0), "stride_dn": dst.stride(1),
+            "COMM_TRACE": self._traces()[1] if traced else None, "CTRL": self.ctrl,
+            # Tickets follow the order the GEMM completes tiles in: its Stream-K tiles first with --sk_first.
+            "claim_rotate": self.main_gemm.plan.dp_tiles if cfg.sk_first else 0,
+            "TILE_FN": alg.tile_fn, "READY_SCOPE": "sys" if alg.ready_from_every_rank else "gpu",
+            "READY_SOURCES": alg.ready_sources(self.world) if wait_ready else 0,
+            "CTM": cfg.comm_tile_m, "CTN": cfg.comm_tile_n, "CLAIM_TILES": claim,
+            "ZERO_C": alg.zeroes_c, "ANNOUNCE": alg.writes_peers and not alg.zeroes_c,
+            "WAITS_ARRIVED": alg.writes_peers,
+        }
+
+    def _zero_programs(self, programs: int) -> int:
+        if not self.alg.zeroes_c or programs == 0:
+            return 0
+        if not self.c.is_contiguous() or self.c.numel() >= 2**31:
+            raise ValueError("in-kernel zeroing needs a contiguous C of fewer than 2**31 elements")
+        return 1 if INTERPRETED else programs
+
+    def _gemm_launch(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, comm_programs: int = 0,
+                     join: bool = False, claim: bool = False, step_programs: int, peer_sync: bool = True,
+                     traced: bool = False) -> BoundLaunch:
+        """The overlap kernel: GEMM programs, then `comm_programs` communication programs; with `join` the GEMM
+        programs move tiles too once their GEMM work is done."""
+        alg, seq = self.alg, self.sequential
+        epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
+        target = self.c if seq and alg.zeroes_c else self.gemm_out  # all_reduce fused_sequential adds into C
+        args = gemm.launch_args(a, b, target, tile_flags=self.ready, gemm_trace=self._traces()[0] if traced else None,
+                                epilogue=epilogue, heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank,
+                                world_size=self.world)
+        del args["epoch"]  # the kernel reads the step's epoch from CTRL
+        args["ERRORS"] = self.errors
+        args.update(self._comm_fields(claim, traced, True))
+        comm = comm_programs > 0
+        args.update(zero_programs=self._zero_programs(comm_programs), gemm_programs=gemm.plan.num_programs,
+                    comm_programs=comm_programs, step_programs=step_programs,
+                    ZERO_C=alg.zeroes_c and comm, WAITS_ARRIVED=alg.writes_peers and (comm or join),
+                    COMM_AFTER_GEMM=join, GEMM_WAITS_ARRIVED=seq and alg.writes_peers, PEER_SYNC=peer_sync,
+                    GEMM_SCOPE="sys" if join or alg.gemm_writes_peers(seq, self.world) else "gpu")
+        return BoundLaunch(overlap_kernel, gemm.plan.num_programs + comm_programs, args, gemm.launch_options())
+
+    def _comm_launch(self, programs: int, *, claim: bool, step_programs: int, traced: bool = False,
+                     wait_ready: bool = True) -> BoundLaunch:
+        g, cfg = self.main_gemm, self.cfg
+        src = self.gemm_out
+        args = {"SRC": src, "M": cfg.m, "N": self.local_n, "stride_sm": src.stride(0), "stride_sn": src.stride(1),
+                "READY": self.ready, "max_spins": g.max_spins, "ERRORS": self.errors, "CLOCK": g.clock,
+                "zero_programs": self._zero_programs(programs), "step_programs": step_programs,
+                "heap_bases": self.shmem.get_heap_bases(), "cur_rank": self.rank, "world_size": self.world,
+                "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m, "TIMER": g.timer_kind,
+                "PEER_SYNC": True}
+        args.update(self._comm_fields(claim, traced, wait_ready))
+        return BoundLaunch(comm_kernel, programs, args, {"num_warps": max(1, cfg.comm_threads // 32)})
+
+    def _announce_launch(self) -> BoundLaunch:
+        return BoundLaunch(announce_kernel, 1, {"CTRL": self.ctrl, "heap_bases": self.shmem.get_heap_bases(),
+                                                "cur_rank": self.rank, "world_size": self.world}, {"num_warps": 1})
+
+    def _build(self, kind: str, a: torch.Tensor, b: torch.Tensor) -> _Step:
+        cfg, alg, mode = self.cfg, self.alg, self.mode
+        T, G = cfg.total_sms, cfg.gemm_sms
+        assert T is not None and G is not None
+        traced = kind == "traced"
+        step = _Step()
+        if kind == "gemm_alone":
+            g = self._gemm(G)
+            step.main = [("gemm_alone", [self._gemm_launch(g, a, b, step_programs=G, peer_sync=False)])]
+            return step
+        if kind == "comm_alone":
+            step.main = [("comm_alone", [self._comm_launch(T - G, claim=False, step_programs=T - G,
+                                                           wait_ready=False)])]
+            return step
+        main = self.main_gemm
+        if mode == "bulk_sync":
+            step.main = [("gemm", [self._gemm_launch(main, a, b, step_programs=2 * T, traced=traced)]),
+                         ("comm", [self._comm_launch(T, claim=False, step_programs=2 * T, traced=traced)])]
+        elif mode == "two_streams":
+            gemm = self._gemm_launch(main, a, b, join=self.join, claim=self.join, step_programs=T, traced=traced)
+            comm = self._comm_launch(T - G, claim=True, step_programs=T, traced=traced)
+            if self.comm_stream is not None:
+                step.main, step.side = [("gemm", [gemm])], comm
+            else:  # no GPU: one kernel after the other (the interpreter has no streams)
+                step.main = [("gemm", [gemm]), ("comm", [comm])]
+        elif mode == "fused":
+            step.main = [("fused", [self._gemm_launch(main, a, b, comm_programs=T - G, join=self.join, claim=True,
+                                                      step_programs=T, traced=traced)])]
+        else:  # fused_sequential
+            if alg.zeroes_c:
+                announce = self._announce_launch()
+                step.pre = [self.c.zero_, announce]
+            if alg.push_epilogue is not None:  # the epilogue moves every tile
+                step.main = [("fused", [self._gemm_launch(main, a, b, step_programs=T, traced=traced)])]
+            elif not INTERPRETED:  # one_shot: publish from the epilogue, then reduce after the GEMM work
+                step.main = [("fused", [self._gemm_launch(main, a, b, join=True, claim=True, step_programs=T,
+                                                          traced=traced)])]
+            else:
+                # The interpreter runs programs one after another: a program would wait forever for a tile of a
+                # later one, so there the reduce phase is a second launch over as many programs.
+                step.main = [("fused", [self._gemm_launch(main, a, b, step_programs=2 * T, traced=traced),
+                                        self._comm_launch(T, claim=True, step_programs=2 * T, traced=traced)])]
+        return step
+
+    def _step_for(self, kind: str, a: torch.Tensor | None, b: torch.Tensor | None) -> _Step:
+        a = self.a if a is None else a
+        b = self.b if b is None else b
+        last = self._last
+        if last is not None and last[0] is a and last[1] is b and last[2] == kind:
+            return last[3]
+        self._check_inputs(a, b)
+        key = (kind, a.data_ptr(), b.data_ptr(), a.stride(0), b.stride(0))
+        step = self._steps.get(key)
+        if step is None:
+            step = self._build(kind, a, b)
+            self._steps[key] = step
+            self._preload(kind, step)
+        self._last = (a, b, kind, step)
+        return step
+
+    def _preload(self, kind: str, step: _Step) -> None:
+        """Run a two_streams step's kernels once, one after the other on one stream (every rank together).
+
+        CUDA loads a kernel lazily at its first launch, and that load may wait for the device to go
+        idle. In two_streams the GEMM kernel waits for work of the communication stream (and the
+        communication kernel for the GEMM's tiles), so a first launch there could deadlock (seen on
+        2 x H200 as a hang). Run in sequence, each kernel finishes on its own: the arrival is announced
+        first, the GEMM's joining programs move every tile, and the communication kernel finds none left
+        (or moves all of them when GEMM programs do not join)."""
+        if step.side is None or kind in self._preloaded:
+            return
+        if self.alg.writes_peers:
+            self._announce_launch()()
+        for launch in step.launches():
+            launch()
+        torch.cuda.synchronize(self.device)
+        self.shmem.barrier()
+        self.check_errors()
+        self._preloaded.add(kind)
+
+    # ---- what the benchmark reads -----------------------------------------------------------------
+
+    def bound_fast(self) -> bool:
+        """Whether every launch of the last step went through the bound launcher (the low-host-cost path)."""
+        return self._last is not None and all(x.fast for x in self._last[3].launches())
+
+    def compiled_kernels(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for step in self._steps.values():
+            for launch in step.launches():
+                if launch.compiled is not None:
+                    out.setdefault(launch.name, launch.compiled)
+        return out
+
+    def info(self) -> dict[str, Any]:
+        g = self.main_gemm
+        return {"gemm_plan": g.plan.as_dict(), "gemm_config": g.config.as_dict(), "unused_options": g.unused_options,
+                "tiles": self.tiles, "gemm_programs": self.gemm_programs, "comm_programs": self.comm_programs,
+                "timer_kind": g.timer_kind}
