@@ -43,11 +43,14 @@ def device_facts(boot: Bootstrap) -> DeviceFacts:
     if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
         # The interpreter runs programs one after another: any count is "resident".
         return DeviceFacts(backend="cpu", sm_count=1024, shared_mem_per_program=1 << 30, name="cpu (interpreter)")
+    from iris_ops.backends.cuda_ipc import SHARE_GPU_ENV, shared_gpu_index
+
     n = torch.cuda.device_count()
-    if boot.local_size > n:
+    if boot.local_size > n and os.environ.get(SHARE_GPU_ENV) != "1":
         raise ConfigError("-np", f"{boot.local_size} ranks on this node but {n} GPU(s): start at most one rank per GPU")
-    torch.cuda.set_device(boot.local_rank)
-    props = torch.cuda.get_device_properties(boot.local_rank)
+    index = shared_gpu_index(boot.local_rank)
+    torch.cuda.set_device(index)
+    props = torch.cuda.get_device_properties(index)
     smem = getattr(props, "shared_memory_per_block_optin", None) or 227 * 1024
     hip = bool(torch.version.hip)
     return DeviceFacts(backend="hip" if hip else "cuda", sm_count=props.multi_processor_count,

@@ -88,11 +88,15 @@ for f in sorted(pathlib.Path(sys.argv[1]).rglob("*.json")):
         continue
     s, t, fl = r.get("sizes", {}), r["timing"], r.get("flags") or {}
     comp = r.get("components") or {}
-    v = (r.get("validation") or {}).get("passed")
+    val = r.get("validation") or {}
+    v = val.get("passed")
+    b2b = (val.get("back_to_back") or {}).get("steps", "-")
+    nan = float("nan")
     rows.append(f"{r.get('algorithm',''):11} {r.get('implementation','')[:24]:24} {str(r.get('mode')):16} "
-                f"{s.get('m')}x{s.get('n')}x{s.get('k')} g{fl.get('gemm_sms','-')} ct{fl.get('COMMUNICATION_TILE_M','-')} "
-                f"e2e {t.get('e2e_ms') or float('nan'):.4f} ms {t.get('tflops') or 0:.0f}TF v={v} "
-                f"gemm_alone {comp.get('gemm_alone_ms', float('nan')):.4f} comm_alone {comp.get('comm_alone_ms', float('nan')):.4f}")
+                f"{s.get('m')}x{s.get('n')}x{s.get('k')} g{fl.get('gemm_sms','-')} "
+                f"e2e {t.get('e2e_ms') or nan:.4f} loop {t.get('loop_ms') or nan:.4f} graph {t.get('graph_ms') or nan:.4f} "
+                f"host {t.get('host_us_per_step') or nan:.1f}us fast={t.get('fast_launch')} v={v} b2b={b2b} "
+                f"galone {comp.get('gemm_alone_ms', nan):.4f} calone {comp.get('comm_alone_ms', nan):.4f}")
 print("\n".join(rows))
 EOF
   tar czf "$OUT/session.tgz" -C "$WORK" .

@@ -7,6 +7,7 @@ so the handle travels with the heap's offset inside that allocation. A peer open
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -33,13 +34,26 @@ def _check(result: Any, what: str) -> Any:
     return rest[0] if len(rest) == 1 else rest
 
 
+SHARE_GPU_ENV = "STREAMK_PGAS_SHARE_GPU"
+
+
+def shared_gpu_index(local_rank: int) -> int:
+    """The GPU of a local rank: its own, or with STREAMK_PGAS_SHARE_GPU=1 (a correctness test of the multi-rank
+    protocol on a machine with fewer GPUs than ranks: the ranks' kernels time-slice one GPU, so never time
+    it) local_rank modulo the GPUs there are."""
+    if os.environ.get(SHARE_GPU_ENV) == "1":
+        return local_rank % max(1, torch.cuda.device_count())
+    return local_rank
+
+
 class CudaIpcBackend:
     name = "cuda"
 
     def __init__(self, local_rank: int) -> None:
         self.driver, self.runtime = _cuda_modules()
-        torch.cuda.set_device(local_rank)
-        self.device = torch.device("cuda", local_rank)
+        index = shared_gpu_index(local_rank)
+        torch.cuda.set_device(index)
+        self.device = torch.device("cuda", index)
         self._opened: list[int] = []
         self._heap: torch.Tensor | None = None
 
