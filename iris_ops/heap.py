@@ -42,7 +42,7 @@ class Iris:
         self.backend_name = choose_backend(backend)
         if self.backend_name != "shm":
             n_gpus = torch.cuda.device_count()
-            if self.bootstrap.local_size > n_gpus:
+            if self.bootstrap.local_size > n_gpus and os.environ.get("STREAMK_PGAS_SHARE_GPU") != "1":
                 raise RuntimeError(
                     f"{self.bootstrap.local_size} ranks on this node but only {n_gpus} GPU(s): "
                     "start at most one rank per GPU"
