@@ -21,7 +21,7 @@ if [ -z "${STREAMK_PGAS_COMMIT:-}" ]; then
   STREAMK_PGAS_COMMIT="$(git rev-parse --verify -q HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)"
 fi
 export STREAMK_PGAS_COMMIT
-mpi() { mpirun --allow-run-as-root -np "${NP:-2}" --bind-to none "$@"; }  # NP read at each call
+mpi_args() { MPI=(mpirun --allow-run-as-root -np "${NP:-2}" --bind-to none); }  # NP read at each call
 T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$WORK/steps.txt"; }
 
@@ -44,7 +44,7 @@ overlap() {  # overlap SHAPE: every combination of the lists, validated and time
   local shape=$1 M N K
   IFS=x read -r M N K <<< "$shape"
   stamp "overlap ${TAG:-runs} $shape alg=${ALGORITHMS:-all} modes=${MODES:-all} gemm_sms=${GEMM_SMS:-default} ctm=${CTM:-default}"
-  timeout "${OVERLAP_TIMEOUT:-300}" mpi python3 benchmark.py -m "$M" -n "$N" -k "$K" \
+  mpi_args; timeout "${OVERLAP_TIMEOUT:-300}" "${MPI[@]}" python3 benchmark.py -m "$M" -n "$N" -k "$K" \
     --algorithm "${ALGORITHMS:-all_reduce,all_scatter,one_shot}" \
     --mode "${MODES:-bulk_sync,two_streams,fused,fused_sequential}" ${GEMM_SMS:+--gemm_sms "$GEMM_SMS"} \
     ${CTM:+--COMMUNICATION_TILE_M "$CTM"} ${VALIDATE---validate} --benchmark --iters "${ITERS:-30}" \
@@ -56,7 +56,7 @@ reference() {
   local shape=$1 M N K
   IFS=x read -r M N K <<< "$shape"
   stamp "reference $shape"
-  timeout "${REF_TIMEOUT:-120}" mpi python3 -m reference --collective all -m "$M" -n "$N" -k "$K" \
+  mpi_args; timeout "${REF_TIMEOUT:-120}" "${MPI[@]}" python3 -m reference --collective all -m "$M" -n "$N" -k "$K" \
     --datatype bf16 --iters "${ITERS:-30}" --warmup "${WARMUP:-10}" --validate ${REF_ARGS:-} \
     --output_dir "$WORK/${REF_TAG:-reference}" \
     2>&1 | tee -a "$WORK/reference.txt" | cut -c1-150 | tail -n 8
@@ -64,7 +64,7 @@ reference() {
 
 micro() {
   stamp "micro-benchmark: remote read/write bandwidth, flag round trip"
-  timeout "${MICRO_TIMEOUT:-120}" mpi python3 -m iris_ops.microbench --output_file "$WORK/microbench.json" \
+  mpi_args; timeout "${MICRO_TIMEOUT:-120}" "${MPI[@]}" python3 -m iris_ops.microbench --output_file "$WORK/microbench.json" \
     "$@" 2>&1 | tee -a "$WORK/micro.txt" | tail -n 12
 }
 
