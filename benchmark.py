@@ -161,6 +161,7 @@ class Run:
         timing["host_us_per_step"] = timing["host_us"]["median"]
         timing["host_method"] = HOST_METHOD
         timing["fast_launch"] = fx.op.bound_fast()
+        timing["fast_launch_refused"] = fx.op.fast_refused()
         timing["graph_ms"] = None
         if self.graph is not None:
             graph = time_loop(self.graph, **timed)
@@ -185,6 +186,9 @@ class Run:
                        f"{cfg.iters} iterations "
                        f"({timing['tflops'] or 0:.1f} TFLOP/s per GPU); kernels "
                        + ", ".join(f"{k} {v:.4f} ms" for k, v in timing["kernels_ms"].items()))
+        if timing["fast_launch_refused"]:
+            say(self.boot, f"note: launches went through Triton's launcher (host cost higher): "
+                           f"{timing['fast_launch_refused']}")
         if components:
             say(self.boot, f"overlap bound: GEMM alone on {cfg.gemm_sms} SMs {components['gemm_alone_ms']:.4f} ms, "
                            f"communication alone on {cfg.comm_sms} SMs {components['comm_alone_ms']:.4f} ms; "

@@ -56,6 +56,7 @@ class BoundLaunch:
         self.compiled: Any = None
         self._fast: Callable[[int], None] | None = None
         self.fast = False  # True once launches go through the bound launcher
+        self.fast_refused: str | None = None  # why the bound launcher was not used, if it was not
 
     @property
     def name(self) -> str:
@@ -76,23 +77,27 @@ class BoundLaunch:
         if self.compiled is None and compiled is not None and hasattr(compiled, "metadata"):
             self.compiled = compiled
             if fast_launch_enabled():
-                self._fast = _bind_fast(compiled, self.kernel, self.programs, self.args)
+                self._fast, self.fast_refused = _bind_fast(compiled, self.kernel, self.programs, self.args)
                 self.fast = self._fast is not None
+            else:
+                self.fast_refused = "STREAMK_PGAS_FAST_LAUNCH=0 or the interpreter"
 
 
-def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]) -> Callable[[int], None] | None:
-    """The launcher of `compiled` with every argument resolved, or None where its layout is not the known one."""
+def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]
+               ) -> tuple[Callable[[int], None] | None, str | None]:
+    """The launcher of `compiled` with every argument resolved, or (None, why) where its layout is not the known one."""
     try:
         import triton
 
         launcher = compiled.run
         if triton.knobs.runtime.launch_enter_hook is not None or triton.knobs.runtime.launch_exit_hook is not None:
-            return None
-        if any(getattr(launcher, f, 0) for f in ("global_scratch_size", "profile_scratch_size")):
-            return None
+            return None, "a Triton launch hook is installed"
+        scratch = {f: getattr(launcher, f, 0) for f in ("global_scratch_size", "profile_scratch_size")}
+        if any(scratch.values()):
+            return None, f"the kernel needs scratch memory per launch ({scratch})"
         raw = _raw_launch(launcher)
         if raw is None:
-            return None
+            return None, f"unknown launcher layout ({type(launcher).__name__}.launch = {launcher.launch!r})"
         from triton.backends.nvidia.driver import make_tensordesc_arg
 
         compiled._init_handles()
@@ -112,13 +117,13 @@ def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]) 
         head = (programs, 1, 1)
         tail = (compiled.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl), None, None,
                 compiled.packed_metadata, None, None, None, *flat)
-    except Exception:  # an unknown launcher layout: the plain path stays right
-        return None
+    except Exception as exc:  # an unknown launcher layout: the plain path stays right
+        return None, f"{type(exc).__name__}: {exc}"
 
     def launch(stream: int) -> None:
         raw(*head, stream, *tail)
 
-    return launch
+    return launch, None
 
 
 def _raw_launch(launcher: Any) -> Callable[..., Any] | None:

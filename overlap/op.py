@@ -474,6 +474,12 @@ class OverlapOp:
         """Whether every launch of the last step went through the bound launcher (the low-host-cost path)."""
         return self._last is not None and all(x.fast for x in self._last[3].launches())
 
+    def fast_refused(self) -> dict[str, str]:
+        """Kernel name -> why the bound launcher was not used, for the last step's launches."""
+        if self._last is None:
+            return {}
+        return {x.name: x.fast_refused for x in self._last[3].launches() if x.fast_refused}
+
     def compiled_kernels(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for step in self._steps.values():
