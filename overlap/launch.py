@@ -9,9 +9,11 @@ the same step with the same buffers again and again, so `BoundLaunch` does all o
 - later calls hand the compiled kernel's launcher the same arguments, with tensors already turned
   into device addresses and tensor descriptors already encoded: one C call (a few microseconds).
 
-The fast path needs Triton's NVIDIA launcher layout (triton 3.x: `CompiledKernel.run` is a
-`CudaLauncher`); anywhere else (AMD, the interpreter, a launch hook installed, scratch memory,
-STREAMK_PGAS_FAST_LAUNCH=0) every call goes through `kernel[grid](...)`, which is always right.
+Launch hooks (a profiler's `triton.knobs.runtime.launch_enter_hook` / `launch_exit_hook`) are called
+with the launch's metadata, as Triton's own launch calls them. The fast path needs Triton's NVIDIA
+launcher layout (triton 3.x: `CompiledKernel.run` is a `CudaLauncher`); anywhere else (AMD, the
+interpreter, scratch memory per launch, STREAMK_PGAS_FAST_LAUNCH=0) every call goes through
+`kernel[grid](...)`, which is always right.
 The buffers behind the arguments must outlive the binding and must not move (the op owns them).
 """
 
@@ -90,8 +92,6 @@ def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]
         import triton
 
         launcher = compiled.run
-        if triton.knobs.runtime.launch_enter_hook is not None or triton.knobs.runtime.launch_exit_hook is not None:
-            return None, "a Triton launch hook is installed"
         scratch = {f: getattr(launcher, f, 0) for f in ("global_scratch_size", "profile_scratch_size")}
         if any(scratch.values()):
             return None, f"the kernel needs scratch memory per launch ({scratch})"
@@ -114,14 +114,22 @@ def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]
                 flat.append(value.data_ptr())
             else:
                 flat.append(value)
-        head = (programs, 1, 1)
-        tail = (compiled.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl), None, None,
-                compiled.packed_metadata, None, None, None, *flat)
+        grid = (programs, 1, 1)
+        flags = (compiled.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl), None, None,
+                 compiled.packed_metadata)
+        plain = (*flags, None, None, None, *flat)
+        ordered = tuple(args[name] for name in kernel.arg_names)
+        runtime = triton.knobs.runtime
     except Exception as exc:  # an unknown launcher layout: the plain path stays right
         return None, f"{type(exc).__name__}: {exc}"
 
     def launch(stream: int) -> None:
-        raw(*head, stream, *tail)
+        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+        if enter is None and leave is None:
+            raw(*grid, stream, *plain)
+        else:  # a profiler's hooks: called with the launch's metadata, as Triton's own launch does
+            meta = compiled.launch_metadata(grid, stream, *ordered)
+            raw(*grid, stream, *flags, meta, enter, leave, *flat)
 
     return launch, None
 
