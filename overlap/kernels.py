@@ -9,8 +9,9 @@ run `stream_k.kernel.streamk_program`; programs from gemm_programs on run
 communication programs it is the plain GEMM (bulk_sync, two_streams). With COMM_AFTER_GEMM the
 GEMM programs join the communication once their own GEMM work is done, claiming tiles from the
 same counter as the communication programs, so the last wave's tiles are moved by many programs
-instead of the few set aside. `comm_kernel` is communication alone; `announce_kernel` tells the
-peers that this rank has arrived at the step (after the host zeroed C, or before a preload).
+instead of the few set aside. `comm_kernel` is communication alone; `zero_and_announce_kernel`
+zeroes C and tells the peers that this rank has arrived at the step (fused_sequential all_reduce,
+which has no communication programs to do it); `announce_kernel` only tells them (a preload).
 
 The step protocol. No kernel argument changes from one step to the next (so a step can be
 captured in a CUDA graph and replayed): what changes lives in the control block CTRL, int32 words
@@ -242,6 +243,14 @@ def comm_kernel(
         TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
     )
     _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, "sys")
+
+
+@triton.jit
+def zero_and_announce_kernel(C, n_elems, CTRL, heap_bases, cur_rank, world_size: tl.constexpr):
+    """fused_sequential all_reduce, before its GEMM: zero C in one slice per program; the last slice announces
+    arrival (one launch instead of a memset and a signal)."""
+    _zero_part(C, n_elems, tl.program_id(0), tl.num_programs(0), CTRL, _step_epoch(CTRL), heap_bases, cur_rank,
+               world_size, 4096)
 
 
 @triton.jit

@@ -125,13 +125,18 @@ def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]
 
     def launch(stream: int) -> None:
         enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
-        if enter is None and leave is None:
+        if not _active(enter) and not _active(leave):
             raw(*grid, stream, *plain)
         else:  # a profiler's hooks: called with the launch's metadata, as Triton's own launch does
             meta = compiled.launch_metadata(grid, stream, *ordered)
             raw(*grid, stream, *flags, meta, enter, leave, *flat)
 
     return launch, None
+
+
+def _active(hook: Any) -> bool:
+    """A hook that does something: not None, and not an empty chain (triton 3.6 installs empty HookChains)."""
+    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 def _raw_launch(launcher: Any) -> Callable[..., Any] | None:

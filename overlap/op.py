@@ -39,7 +39,7 @@ from iris_ops.device import ARCH
 from iris_ops.tiles import num_tiles
 from overlap.algorithms import ALGORITHMS, Algorithm
 from overlap.defaults import MODES, default_comm_sms, default_sk_rounds
-from overlap.kernels import announce_kernel, comm_kernel, control_words, overlap_kernel
+from overlap.kernels import announce_kernel, comm_kernel, control_words, overlap_kernel, zero_and_announce_kernel
 from overlap.launch import BoundLaunch
 from stream_k import KernelConfig, StreamKGemm, plan_streamk
 from stream_k.configs import default_config
@@ -116,13 +116,13 @@ class _Step:
     """The launches of one kind of step, in order: host-side actions, launches on the current stream (in
     named groups: the spans of the isolated timing), and one launch on the communication stream."""
 
-    pre: list[Any] = field(default_factory=list)  # callables, queued on the current stream first
+    pre: list[BoundLaunch] = field(default_factory=list)  # queued on the current stream first
     main: list[tuple[str, list[BoundLaunch]]] = field(default_factory=list)
     side: BoundLaunch | None = None  # two_streams on a GPU: the communication kernel
     side_name: str = "comm"
 
     def launches(self) -> list[BoundLaunch]:
-        out = [x for _, group in self.main for x in group]
+        out = [*self.pre, *(x for _, group in self.main for x in group)]
         return out + ([self.side] if self.side is not None else [])
 
 
@@ -185,6 +185,7 @@ class OverlapOp:
         if self.comm_stream is not None:
             self._fork = torch.cuda.Event()
             self._join = torch.cuda.Event()
+            self._cur_handle: int | None = None
         self._steps: dict[tuple, _Step] = {}
         self._last: tuple[Any, Any, str, _Step] | None = None
         self._preloaded: set[str] = set()
@@ -240,7 +241,7 @@ class OverlapOp:
                 for launch in group:
                     launch()
             return
-        cur = torch.cuda.current_stream(self.device)
+        cur = self._current_stream()
         self._fork.record(cur)
         self.comm_stream.wait_event(self._fork)  # type: ignore[union-attr]
         for _, group in step.main:
@@ -249,6 +250,14 @@ class OverlapOp:
         step.side(self.comm_stream)
         self._join.record(self.comm_stream)
         cur.wait_event(self._join)
+
+    def _current_stream(self) -> torch.cuda.Stream:
+        """The current stream as a torch object, made again only when the current stream changes."""
+        handle = torch._C._cuda_getCurrentRawStream(self.device.index)
+        if handle != self._cur_handle:
+            self._cur_stream = torch.cuda.current_stream(self.device)
+            self._cur_handle = handle
+        return self._cur_stream
 
     def _run_timed(self, step: _Step, timer: Any) -> None:
         if step.pre:
@@ -418,8 +427,10 @@ class OverlapOp:
                                                       step_programs=T, traced=traced)])]
         else:  # fused_sequential
             if alg.zeroes_c:
-                announce = self._announce_launch()
-                step.pre = [self.c.zero_, announce]
+                step.pre = [BoundLaunch(zero_and_announce_kernel, 1 if INTERPRETED else T,
+                                        {"C": self.c, "n_elems": self.c.numel(), "CTRL": self.ctrl,
+                                         "heap_bases": self.shmem.get_heap_bases(), "cur_rank": self.rank,
+                                         "world_size": self.world}, {"num_warps": 4})]
             if alg.push_epilogue is not None:  # the epilogue moves every tile
                 step.main = [("fused", [self._gemm_launch(main, a, b, step_programs=T, traced=traced)])]
             elif not INTERPRETED:  # one_shot: publish from the epilogue, then reduce after the GEMM work
