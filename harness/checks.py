@@ -13,6 +13,6 @@ class ConfigError(ValueError):
 
 
 # Relative Frobenius error ||C - C64|| / ||C64|| allowed against a float64 product of the same inputs,
-# by input datatype (METHOD.md: bf16 operands land between 1e-3 and 1e-2; fp16 keeps 11 bits of
+# by input datatype (bf16 operands land between 1e-3 and 1e-2; fp16 keeps 11 bits of
 # mantissa where bf16 keeps 8; fp32 without TF32 far under 1e-3; int8 accumulates exactly in int32).
 TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2, "fp32": 1e-4, "int8": 0.0}

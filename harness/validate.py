@@ -1,7 +1,7 @@
 """Compare a result with a float64 reference computed from the same inputs, tile by tile.
 
 The error measure is the relative Frobenius error ||out - ref|| / ||ref||, over the whole matrix
-and per GEMM tile; tolerances by input dtype follow the device tool's METHOD.md (bf16 operands
+and per GEMM tile; tolerances by input dtype follow the operands' precision (bf16 operands
 land between 1e-3 and 1e-2, fp32 far under 1e-3; int8 must be exact). A failed check names the
 first wrong tile in the GEMM's tile order, which points at the kernel role that produced it.
 """

@@ -51,7 +51,7 @@ DTYPES = {
 }
 GET_ORDER_REASON = (
     "iris_ops.device.get(from_ptr, to_ptr, from_rank, to_rank) reads from_rank's copy (Iris's docstring), but "
-    "Iris's code and tests and DESIGN.md call get(src_ptr, dst_ptr, cur_rank, target_rank, ...) and read "
+    "Iris's code and tests call get(src_ptr, dst_ptr, cur_rank, target_rank, ...) and read "
     "target_rank's copy; with iris_ops an Iris program's remote get reads an address outside every heap"
 )
 
