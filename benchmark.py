@@ -6,7 +6,8 @@
 Under mpirun the ranks come from MPI; under torchrun from its environment; plain `python` is one
 rank. With no GPU (or TRITON_INTERPRET=1) it runs on the CPU backend in Triton's interpreter at a
 small default shape and says so. Rank 0 prints a summary and writes the JSON log (--output_file).
-Exit codes: 0 ok, 1 validation failed or a kernel error, 2 bad flags (one line naming the flag).
+Exit codes: 0 ok, 1 validation failed or a kernel error, 2 a bad flag or environment value, an output file
+that cannot be written, or a heap that does not fit (one line naming the flag, from rank 0, before any work).
 --algorithm, --mode, --gemm_sms and the communication tile sizes take comma-separated lists: every
 combination runs in the same launch (one log each), which is how SM-split sweeps are made.
 """
@@ -32,11 +33,21 @@ if "TRITON_INTERPRET" not in os.environ:
 import torch
 
 from harness import runlog
-from harness.config import BenchConfig, ConfigError, DeviceFacts, expand_sweep, output_path, parse_config
+from harness.config import (
+    BenchConfig,
+    ConfigError,
+    DeviceFacts,
+    check_environment,
+    check_heap,
+    check_outputs,
+    expand_sweep,
+    output_path,
+    parse_config,
+)
 from harness.timing import HOST_METHOD, LOOP_METHOD, host_us_per_call, queue_ahead, time_iterations, time_loop
 from harness.timing import METHOD as TIMING_METHOD
 from harness.validate import describe_failure
-from iris_ops.bootstrap import Bootstrap, get_bootstrap
+from iris_ops.bootstrap import Bootstrap, get_bootstrap, launcher_rank
 
 
 def device_facts(boot: Bootstrap) -> DeviceFacts:
@@ -55,7 +66,7 @@ def device_facts(boot: Bootstrap) -> DeviceFacts:
     hip = bool(torch.version.hip)
     return DeviceFacts(backend="hip" if hip else "cuda", sm_count=props.multi_processor_count,
                        shared_mem_per_program=int(smem), name=props.name,
-                       capability=0 if hip else props.major * 10 + props.minor)
+                       capability=0 if hip else props.major * 10 + props.minor, memory_bytes=props.total_memory)
 
 
 def fill_heap_size(cfg: BenchConfig, world_size: int) -> None:
@@ -306,6 +317,12 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:  # before MPI starts: its start-up is bounded by IRIS_OPS_TIMEOUT_S
+        backend = check_environment()
+    except ConfigError as exc:
+        if launcher_rank() == 0:
+            print(f"benchmark.py: error: {exc}", file=sys.stderr, flush=True)
+        return 2
     boot = get_bootstrap()
     if any(a in ("-h", "--help") for a in argv):
         from harness.config import build_parser
@@ -318,6 +335,17 @@ def main(argv: list[str] | None = None) -> int:
         configs = [parse_config(a, facts, boot.world_size) for a in expand_sweep(argv)]
         for cfg in configs:
             fill_heap_size(cfg, boot.world_size)
+        check_heap(max(configs, key=lambda c: c.heap_size), facts, backend, boot.local_size)
+        outputs = [output_path(cfg.output_file, cfg, len(configs) > 1) for cfg in configs]
+        problem = None
+        if boot.rank == 0:  # rank 0 writes the logs: it checks they can be written, and tells the others
+            try:
+                check_outputs(outputs)
+            except ConfigError as exc:
+                problem = (exc.flag, exc.message)
+        problem = boot.broadcast(problem)
+        if problem:
+            raise ConfigError(*problem)
     except ConfigError as exc:
         if boot.rank == 0:
             print(f"benchmark.py: error: {exc}", file=sys.stderr, flush=True)
@@ -327,8 +355,8 @@ def main(argv: list[str] | None = None) -> int:
 
         shmem = iris_ops.iris(max(cfg.heap_size for cfg in configs))
         status = 0
-        for cfg in configs:
-            status = max(status, run(cfg, boot, shmem, output_path(cfg.output_file, cfg, len(configs) > 1)))
+        for cfg, output_file in zip(configs, outputs):
+            status = max(status, run(cfg, boot, shmem, output_file))
         return status
     except Exception as exc:  # a kernel error or a lost rank: fail this rank, and the job, without hanging
         print(f"benchmark.py: rank {boot.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

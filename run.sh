@@ -2,6 +2,8 @@
 # Launch the reference baselines (python -m reference) on NUM_GPUS ranks.
 # The launcher is mpirun when it is on PATH (with --allow-run-as-root when run as root), else
 # torchrun; -l/--launcher overrides. Everything run.sh does not know is passed to the reference.
+# Bad input (run.sh's own flags, or the reference's, checked in one process before any rank is
+# launched) is one line on stderr naming the flag, and exit code 2.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -10,8 +12,7 @@ COLLECTIVES="all_reduce all_gather gemm symm_mem_all_reduce fused_all_gather_mat
 USAGE="usage: $PROG -n NUM_GPUS -c COLLECTIVE [-l mpirun|torchrun] [-m M] [--n N] [-k K] [--datatype fp16|bf16|fp32|int8] [--iters I] [--warmup W] [--validate] [--output_file F | --output_dir D] [-- reference flags...]"
 
 usage_error() {
-    echo "$PROG: error: $1" >&2
-    echo "$USAGE" >&2
+    echo "$PROG: error: $1 (see $PROG --help)" >&2
     exit 2
 }
 
@@ -34,6 +35,10 @@ Passed through to 'python -m reference' (see 'python -m reference --help'):
                             so give N as --n N, or put reference flags after --)
   --datatype fp16|bf16|fp32|int8, --iters I, --warmup W, --validate, --seed S, --timeout_s T,
   --output_file FILE, --output_dir DIR, --device auto|cuda|cpu, --gather_layout row_major|rank_blocked
+
+The reference's flags are checked (for NUM_GPUS ranks, output paths included) before any rank is
+launched: a bad one is one line on stderr and exit code 2. Under torchrun they follow a '--', so
+that torchrun never reads them as its own (--n would be an ambiguous torchrun option).
 
 Environment: PYTHON (interpreter, default python), MPIRUN_ARGS / TORCHRUN_ARGS (extra launcher flags).
 Example: $PROG -n 2 -c all_reduce -m 8192 --n 8192 -k 8192 --datatype bf16 --validate --output_dir results/logs
@@ -76,15 +81,27 @@ esac
 if [[ -z "$launcher" ]]; then
     if command -v mpirun >/dev/null 2>&1; then launcher=mpirun; else launcher=torchrun; fi
 fi
+case "$launcher" in
+    mpirun) command -v mpirun >/dev/null 2>&1 || usage_error "-l mpirun: mpirun is not on PATH" ;;
+    torchrun) ;;
+    *) usage_error "-l must be mpirun or torchrun, got '$launcher'" ;;
+esac
 PYTHON="${PYTHON:-python}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 
 # The reference package is found from anywhere, and output paths stay relative to the caller.
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
+ref_args=(--collective "$collective" ${passthrough[@]+"${passthrough[@]}"})
+for arg in ${passthrough[@]+"${passthrough[@]}"}; do
+    if [[ "$arg" == "-h" || "$arg" == "--help" ]]; then exec "$PYTHON" -m reference --help; fi
+done
+# The reference's own checks, in one process, before any rank starts: one line and exit 2 if bad.
+"$PYTHON" -c 'import sys; from reference.cli import preflight; sys.exit(preflight(sys.argv[2:], int(sys.argv[1]), "run.sh"))' \
+    "$num_gpus" "${ref_args[@]}" || exit $?
+
 case "$launcher" in
     mpirun)
-        command -v mpirun >/dev/null 2>&1 || usage_error "-l mpirun: mpirun is not on PATH"
         cmd=(mpirun)
         [[ "$(id -u)" == "0" ]] && cmd+=(--allow-run-as-root)
         cmd+=(--oversubscribe -np "$num_gpus")
@@ -97,11 +114,10 @@ case "$launcher" in
         cmd+=(--standalone --nproc_per_node "$num_gpus")
         # shellcheck disable=SC2206
         [[ -n "${TORCHRUN_ARGS:-}" ]] && cmd+=($TORCHRUN_ARGS)
-        cmd+=(-m reference)
+        cmd+=(-m reference --)  # torchrun stops reading its own options at the '--'
         ;;
-    *) usage_error "-l must be mpirun or torchrun, got '$launcher'" ;;
 esac
-cmd+=(--collective "$collective" ${passthrough[@]+"${passthrough[@]}"})
+cmd+=("${ref_args[@]}")
 
 echo "$PROG: launcher: $launcher" >&2
 echo "$PROG: command: ${cmd[*]}" >&2

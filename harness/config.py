@@ -9,10 +9,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checks import ConfigError
+from harness.checks import (
+    MAX_DIM,
+    MAX_ELEMENTS,
+    MAX_ITERS,
+    MAX_SEED,
+    MAX_TIMEOUT_S,
+    ConfigError,
+    OneLineParser,
+    check_output_path,
+    int_in,
+    timeout_seconds,
+)
 from harness.dtypes import DATATYPES
 from harness.timing import START_SYNCS
 from overlap.defaults import MODES, default_comm_sms, default_sk_rounds
@@ -48,6 +60,7 @@ class DeviceFacts:
     shared_mem_per_program: int  # bytes a program may use
     name: str = ""
     capability: int = 0  # NVIDIA compute capability as major*10 + minor (90 on Hopper); 0 elsewhere
+    memory_bytes: int = 0  # device memory (0: not known, e.g. the CPU backend, whose heap is in /dev/shm)
 
 
 @dataclass
@@ -106,7 +119,7 @@ class BenchConfig:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="benchmark.py",
         description="Stream-K GEMM overlapped with communication on a symmetric heap "
         "(run under mpirun -np N, torchrun, or plain python for one rank).",
@@ -115,16 +128,18 @@ def build_parser() -> argparse.ArgumentParser:
     a = p.add_argument
     a("--algorithm", default="one_shot", help=f"one of {', '.join(ALGORITHMS)}")
     a("--mode", default="fused", help="; ".join(f"{k}: {v}" for k, v in MODE_HELP.items()))
-    a("-m", type=int, default=None, help="rows of A and C (default: 8192 on a GPU, 64 on the CPU)")
-    a("-n", type=int, default=None, help="columns of B and C")
-    a("-k", type=int, default=None, help="columns of A / rows of B (the reduction dimension)")
+    dim = int_in(1, MAX_DIM)
+    a("-m", type=dim, default=None, help="rows of A and C (default: 8192 on a GPU, 64 on the CPU)")
+    a("-n", type=dim, default=None, help="columns of B and C")
+    a("-k", type=dim, default=None, help="columns of A / rows of B (the reduction dimension)")
     a("--datatype", default=None, help=f"one of {', '.join(DATATYPES)} (default bf16 on a GPU, fp16 on the CPU)")
     a("--BLK_M", type=int, default=None, help="GEMM tile rows (power of two)")
     a("--BLK_N", type=int, default=None, help="GEMM tile columns (power of two)")
     a("--BLK_K", type=int, default=None, help="GEMM K step (power of two)")
     a("--COMMUNICATION_TILE_M", type=int, default=None, help="rows a communication step moves; divides BLK_M")
     a("--COMMUNICATION_TILE_N", type=int, default=None, help="columns a communication step moves; divides BLK_N")
-    a("--gsize_m", type=int, default=8, help="grouped tile order: tiles of this many rows are walked together")
+    a("--gsize_m", type=int_in(1, 64), default=8,
+      help="grouped tile order: tiles of this many rows are walked together")
     a("--two_tiles", default="true", help="Stream-K over the last partial wave plus one full wave (true/false)")
     a("--schedule", default="hybrid", help="GEMM schedule: hybrid (DP + Stream-K), dp, or sk")
     a("--gemm_joins_comm", default="true",
@@ -133,21 +148,24 @@ def build_parser() -> argparse.ArgumentParser:
       help="GEMM loads A and B with the tensor-memory accelerator (on/off; auto: on for NVIDIA sm_90+)")
     a("--num_stages", type=int, default=None, help="software-pipelining depth of the GEMM K loop")
     a("--num_warps", type=int, default=None, help="warps per program (GEMM and fused kernels)")
-    a("--waves_per_eu", type=int, default=0, help="AMD only: occupancy hint (accepted and reported unused on NVIDIA)")
-    a("--mfmaInstrSize", type=int, default=16, help="AMD only: matrix_instr_nonkdim")
-    a("--kpack", type=int, default=2, help="AMD only: K packing")
-    a("--heap_size", type=int, default=None, help="symmetric heap bytes per rank")
+    a("--waves_per_eu", type=int_in(0, 16), default=0,
+      help="AMD only: occupancy hint (accepted and reported unused on NVIDIA)")
+    a("--mfmaInstrSize", type=int_in(0, 64), default=16, help="AMD only: matrix_instr_nonkdim")
+    a("--kpack", type=int_in(1, 8), default=2, help="AMD only: K packing")
+    a("--heap_size", type=int_in(1 << 20, 1 << 50), default=None,
+      help="symmetric heap bytes per rank (default: what the problem needs)")
     a("--gemm_sms", type=int, default=None, help="programs (SMs) doing GEMM work; the rest communicate")
     a("--total_sms", type=int, default=None, help="programs in all (default: the device's SM count)")
     a("--communication_block_size", type=int, default=256,
       help="threads per communication program in the two-stream mode's communication kernel")
-    a("--iters", type=int, default=None, help="timed iterations (median reported)")
-    a("--warmup", type=int, default=None, help="untimed warm-up iterations")
-    a("--seed", type=int, default=0, help="random seed of the inputs (same on every rank)")
-    a("--timeout_s", type=float, default=30.0, help="a spin-wait gives up and the run fails after about this long")
+    a("--iters", type=int_in(1, MAX_ITERS), default=None, help="timed iterations (median reported)")
+    a("--warmup", type=int_in(0, MAX_ITERS), default=None, help="untimed warm-up iterations")
+    a("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed of the inputs (same on every rank)")
+    a("--timeout_s", type=timeout_seconds, default=30.0,
+      help="a spin-wait gives up and the run fails after about this long")
     a("--debug", action="store_true", help="print per-rank details and check the error words after every iteration")
     a("--validate", action="store_true", help="check C and each rank's partial against torch on the same inputs")
-    a("--validate_iters", type=int, default=1,
+    a("--validate_iters", type=int_in(1, MAX_ITERS), default=1,
       help="with --validate: besides one isolated step (outputs poisoned first), this many steps launched back to "
       "back with nothing between them, then C checked on every rank (and as many graph replays with --graph)")
     a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
@@ -212,7 +230,13 @@ def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | 
     if not template:
         return None
     if "{" in template:
-        return template.format(**cfg.as_flags())
+        fields = cfg.as_flags()
+        try:
+            return template.format(**fields)
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+            what = f"unknown field {{{exc.args[0]}}}" if isinstance(exc, KeyError) else f"bad template ({exc})"
+            raise ConfigError("--output_file", f"{what} in {template!r}; fields are the flags' names, e.g. "
+                              "{algorithm}, {mode}, {gemm_sms}, {m}, {datatype}") from None
     if not several:
         return template
     stem, dot, suffix = template.rpartition(".")
@@ -289,6 +313,7 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
     cfg.defaulted = defaulted
     cfg.cpu_small_default = on_cpu and all(x in defaulted for x in ("m", "n", "k"))
     check_config(cfg, device, world_size)
+    output_path(cfg.output_file, cfg, several=False)  # a template with a bad field is refused here
     return cfg
 
 
@@ -311,6 +336,12 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
     if cfg.algorithm == "all_scatter" and cfg.n % world_size:
         raise ConfigError("-n", f"all_scatter splits N over {world_size} ranks: must be a multiple of "
                           f"{world_size}, got {cfg.n}")
+    local_k = cfg.k // world_size if cfg.algorithm in ("all_reduce", "one_shot") else cfg.k
+    local_n = cfg.n // world_size if cfg.algorithm == "all_scatter" else cfg.n
+    for name, rows, cols in (("A", cfg.m, local_k), ("B", local_k, local_n), ("C", cfg.m, cfg.n)):
+        if rows * cols > MAX_ELEMENTS:
+            raise ConfigError("-m/-n/-k", f"{name} of each rank would be {rows} x {cols} = {rows * cols} elements; "
+                              f"the kernels index with 32-bit offsets, so at most {MAX_ELEMENTS}")
     for flag, v in (("--BLK_M", cfg.BLK_M), ("--BLK_N", cfg.BLK_N), ("--BLK_K", cfg.BLK_K)):
         if not _pow2(v) or not 16 <= v <= 512:
             raise ConfigError(flag, f"must be a power of two in [16, 512], got {v}")
@@ -343,8 +374,8 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
         raise ConfigError("--warmup", f"must be >= 0, got {cfg.warmup}")
     if cfg.start_sync not in START_SYNCS:
         raise ConfigError("--start_sync", f"must be one of {', '.join(START_SYNCS)}, got {cfg.start_sync!r}")
-    if cfg.timeout_s <= 0:
-        raise ConfigError("--timeout_s", f"must be > 0, got {cfg.timeout_s}")
+    if not 0 < cfg.timeout_s <= MAX_TIMEOUT_S:  # nan fails this too
+        raise ConfigError("--timeout_s", f"must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], got {cfg.timeout_s}")
     # SM split. All programs of a launch must be resident at once (they wait on each other), so a
     # launch may not have more programs than the device has SMs.
     if not 1 <= cfg.total_sms <= device.sm_count:
@@ -365,3 +396,56 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
                           "cannot do: use fp32 or fp16 on the CPU (bf16 runs on GPUs)")
     if cfg.heap_size < 1 << 20:
         raise ConfigError("--heap_size", f"must be at least 1 MiB, got {cfg.heap_size}")
+
+
+def check_environment() -> str:
+    """The environment variables the run reads, checked before MPI starts: IRIS_OPS_TIMEOUT_S (a
+    number of seconds) and IRIS_OPS_BACKEND (a known backend; a GPU one needs a GPU). Returns the
+    heap backend; raises ConfigError naming the variable."""
+    from iris_ops.backends import BACKENDS, choose_backend
+    from iris_ops.bootstrap import TIMEOUT_ENV, timeout_from_env
+
+    try:
+        timeout_from_env()
+    except ValueError as exc:
+        raise ConfigError(TIMEOUT_ENV, str(exc).split(": ", 1)[-1]) from None
+    try:
+        backend = choose_backend()
+    except ValueError:
+        raise ConfigError("IRIS_OPS_BACKEND", f"must be one of auto, {', '.join(BACKENDS)}, "
+                          f"got {os.environ.get('IRIS_OPS_BACKEND')!r}") from None
+    if backend in ("cuda", "hip"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("IRIS_OPS_BACKEND", f"{backend} needs a GPU, and torch sees none; use shm")
+    return backend
+
+
+def check_heap(cfg: BenchConfig, device: DeviceFacts, backend: str, ranks_on_node: int) -> None:
+    """Refuse a heap that cannot be had, with the sizes, before any is made: on the shm backend every
+    rank of the node puts its heap in /dev/shm (a heap past its free space dies with SIGBUS when
+    touched); on a GPU the heap must fit in the device's memory."""
+    flag = "-m/-n/-k" if "heap_size" in cfg.defaulted else "--heap_size"
+    if backend == "shm":
+        from iris_ops.backends.shm import space_problem
+
+        problem = space_problem(cfg.heap_size, ranks_on_node)
+        if problem:
+            raise ConfigError(flag, problem)
+    elif device.memory_bytes and cfg.heap_size > device.memory_bytes:
+        raise ConfigError(flag, f"a heap of {cfg.heap_size} B per rank does not fit in the {device.memory_bytes} B "
+                          f"of {device.name or 'the GPU'}")
+
+
+def check_outputs(paths: list[str | None]) -> None:
+    """Every log path can be written (checked before any work), and no two runs write the same one."""
+    seen: set[str] = set()
+    for path in paths:
+        if path is None:
+            continue
+        if path in seen:
+            raise ConfigError("--output_file", f"two runs of this sweep would both write {path}: put the swept "
+                              "flags in its name, e.g. 'runs/{algorithm}_{mode}_g{gemm_sms}.json'")
+        seen.add(path)
+        check_output_path("--output_file", path)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -79,21 +81,59 @@ def summarize_ms(samples: list[float]) -> dict[str, float]:
             "p10": pct(0.10), "p90": pct(0.90), "count": len(ordered)}
 
 
+# A run whose end-to-end p90 / p10 exceeds this is flagged `unstable`: its median may not be representative.
+UNSTABLE_SPREAD = 1.10
+
+
+def _launcher_rank() -> int:
+    """This process's rank from the launcher's environment (mpirun, torchrun; 0 alone)."""
+    for key in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "RANK"):
+        try:
+            return int(os.environ[key])
+        except (KeyError, ValueError):
+            continue
+    return 0
+
+
+def spread(stats: dict[str, float]) -> float | None:
+    """p90 / p10 of a summarize_ms result (None without samples or with p10 <= 0)."""
+    p10, p90 = stats.get("p10"), stats.get("p90")
+    if not stats.get("count") or p10 is None or p90 is None or not p10 > 0:
+        return None
+    return p90 / p10
+
+
 def timing_section(
     e2e_samples_ms: list[float],
     kernel_samples_ms: dict[str, list[float]],
     flops_per_rank: int,
     iters: int,
     warmup: int,
+    warn: bool | None = None,
 ) -> dict[str, Any]:
-    """Medians end to end and per kernel; TFLOP/s is the per-GPU rate (work per rank / e2e median)."""
+    """Medians end to end and per kernel; TFLOP/s is the per-GPU rate (work per rank / e2e median).
+
+    The spread of the end-to-end times is recorded too: `e2e_p10_ms`, `e2e_p90_ms`, `e2e_p90_over_p10`,
+    and `unstable` (p90 / p10 > UNSTABLE_SPREAD). An unstable run is reported with one line on stderr,
+    by rank 0 (warn=None: the launcher's rank 0; True / False: always / never)."""
     e2e = summarize_ms(e2e_samples_ms)
     tflops = flops_per_rank / (e2e["median"] * 1e-3) / 1e12 if e2e["count"] and e2e["median"] > 0 else None
+    ratio = spread(e2e)
+    unstable = ratio is not None and ratio > UNSTABLE_SPREAD
+    if unstable and (warn if warn is not None else _launcher_rank() == 0):
+        print(f"warning: unstable timing: end-to-end p90 / p10 = {ratio:.3f} (> {UNSTABLE_SPREAD:.2f}; p10 "
+              f"{e2e['p10']:.4f} ms, p90 {e2e['p90']:.4f} ms over {e2e['count']} iterations): the median "
+              f"{e2e['median']:.4f} ms may not be representative", file=sys.stderr, flush=True)
     return {
         "iters": iters,
         "warmup": warmup,
         "e2e_ms": e2e["median"],
         "e2e_stats": e2e,
+        "e2e_p10_ms": e2e["p10"] if e2e["count"] else None,
+        "e2e_p90_ms": e2e["p90"] if e2e["count"] else None,
+        "e2e_p90_over_p10": ratio,
+        "unstable": unstable,
+        "unstable_threshold": UNSTABLE_SPREAD,
         "tflops": tflops,
         "kernels_ms": {name: summarize_ms(s)["median"] for name, s in kernel_samples_ms.items()},
         "kernels_stats": {name: summarize_ms(s) for name, s in kernel_samples_ms.items()},

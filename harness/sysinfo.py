@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -74,10 +75,12 @@ def software_versions() -> dict[str, Any]:
             versions["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
     except Exception:
         versions["nccl"] = None
+    # Only when MPI is already running (under mpirun): importing mpi4py.MPI initialises MPI, and a
+    # process that mpirun did not start becomes an MPI singleton whose Open MPI shared-memory segment
+    # (/dev/shm/sm_segment.*, 16 MiB) is never removed.
+    mpi = sys.modules.get("mpi4py.MPI")
     try:
-        from mpi4py import MPI
-
-        versions["mpi_library"] = MPI.Get_library_version().strip().splitlines()[0]
+        versions["mpi_library"] = mpi.Get_library_version().strip().splitlines()[0] if mpi is not None else None
     except Exception:
         versions["mpi_library"] = None
     try:

@@ -6,6 +6,14 @@ process is a world of one. Every host collective waits at most `timeout_s` for a
 that died or never arrived turns into a `TimeoutError` (and, under MPI, an abort of the job)
 instead of a hang.
 
+Start-up is bounded too. MPI_Init waits for every rank of the job, so a rank that never starts
+(stopped, or stuck before it imports mpi4py) would leave the others blocked in it for ever; and
+mpi4py holds the GIL there, so no Python thread can time it out. `_Mpi` therefore starts a small
+watchdog process first: if MPI start-up (MPI_Init and the first collective) has not finished within
+the timeout, it prints one line and terminates this rank (SIGTERM, then SIGKILL), which makes mpirun
+end the job with a non-zero exit code. The timeout is IRIS_OPS_TIMEOUT_S (seconds, default 120);
+`timeout_from_env` refuses a value that is not a finite number > 0 with a ValueError naming it.
+
 Under MPI an exception that no one catches, on any rank, aborts the whole job (as
 `python -m mpi4py` does) after running the cleanups registered with `register_cleanup` (the shm
 backend removes its /dev/shm file there). Without that, the failing rank would block in
@@ -15,14 +23,88 @@ MPI_Finalize at exit while its peers wait for it. IRIS_OPS_ABORT_ON_ERROR=0 turn
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_TIMEOUT_S = float(os.environ.get("IRIS_OPS_TIMEOUT_S", "120"))
+TIMEOUT_ENV = "IRIS_OPS_TIMEOUT_S"
+DEFAULT_TIMEOUT_S = 120.0  # when IRIS_OPS_TIMEOUT_S is not set
+MAX_TIMEOUT_S = 86400.0
+
+
+def timeout_from_env() -> float:
+    """IRIS_OPS_TIMEOUT_S in seconds (DEFAULT_TIMEOUT_S when unset); ValueError naming the variable
+    for anything but a finite number in (0, MAX_TIMEOUT_S]."""
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+        raise ValueError(f"{TIMEOUT_ENV}: must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], got {text!r}")
+    return value
+
+
+_RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID", "RANK")
+
+
+def launcher_rank() -> int:
+    """This process's rank as the launcher announced it in the environment (0 without a launcher),
+    known before any communication starts: errors found before start-up are printed by rank 0 only."""
+    for key in _RANK_ENV:
+        with contextlib.suppress(KeyError, ValueError):
+            return int(os.environ[key])
+    return 0
+
+
+# The watchdog process: waits on a pipe that the rank closes once start-up is done (or that closes
+# when the rank dies); if it stays open past the timeout, print the message and terminate the rank.
+_WATCHDOG = r"""
+import os, select, signal, sys, time
+fd, pid, timeout = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+if select.select([fd], [], [], timeout)[0]:
+    sys.exit(0)
+sys.stderr.write(sys.argv[4] + "\n")
+sys.stderr.flush()
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    try:
+        os.kill(pid, sig)
+        for _ in range(20):
+            time.sleep(0.1)
+            os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+"""
+
+
+@contextlib.contextmanager
+def startup_watchdog(timeout_s: float, what: str, rank: int | None = None, limit_set_by: str = TIMEOUT_ENV) -> Any:
+    """Terminate this process if the `with` body (e.g. MPI_Init, which holds the GIL while it waits
+    for every rank) has not finished within timeout_s, after one line on stderr naming `what`."""
+    rank = launcher_rank() if rank is None else rank
+    message = (f"iris_ops: rank {rank}: {what} did not complete within {timeout_s:g} s: another rank died or "
+               f"never started ({limit_set_by} sets the limit); stopping this rank")
+    read_end, write_end = os.pipe()
+    try:
+        watchdog = subprocess.Popen([sys.executable, "-S", "-c", _WATCHDOG, str(read_end), str(os.getpid()),
+                                     repr(timeout_s), message], pass_fds=(read_end,), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL)
+    finally:
+        os.close(read_end)
+    try:
+        yield
+    finally:
+        os.close(write_end)  # the watchdog sees end-of-file and exits quietly
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            watchdog.wait(timeout=5)
+
 
 _cleanups: list[Callable[[], None]] = []
 
@@ -74,16 +156,17 @@ class _Single(Bootstrap):
 
 class _Mpi(Bootstrap):
     def __init__(self) -> None:
-        from mpi4py import MPI
+        with startup_watchdog(timeout_from_env(), "MPI start-up"):
+            from mpi4py import MPI  # MPI_Init: returns once every rank of the job has started
 
-        self.MPI = MPI
-        self.comm = MPI.COMM_WORLD
-        self.rank = self.comm.Get_rank()
-        self.world_size = self.comm.Get_size()
-        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
-        self.local_rank = node.Get_rank()
-        self.local_size = node.Get_size()
-        node.Free()
+            self.MPI = MPI
+            self.comm = MPI.COMM_WORLD
+            self.rank = self.comm.Get_rank()
+            self.world_size = self.comm.Get_size()
+            node = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+            self.local_rank = node.Get_rank()
+            self.local_size = node.Get_size()
+            node.Free()
         self.launcher = "mpi"
         if self.world_size > 1 and os.environ.get("IRIS_OPS_ABORT_ON_ERROR", "1") != "0":
             self._install_excepthook()
@@ -107,7 +190,8 @@ class _Mpi(Bootstrap):
         a rank that slept through the release would start its next timed iteration late, and its
         peers would wait for it. After that, sleeps back off to 1 ms."""
         start = time.monotonic()
-        deadline = start + (DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
+        timeout_s = timeout_from_env() if timeout_s is None else timeout_s
+        deadline = start + timeout_s
         sleep = 1e-5
         while True:
             done, result = req.test()
@@ -119,7 +203,7 @@ class _Mpi(Bootstrap):
                 continue
             if now > deadline:
                 raise TimeoutError(
-                    f"rank {self.rank}: {what} did not complete within {timeout_s or DEFAULT_TIMEOUT_S:.0f} s: "
+                    f"rank {self.rank}: {what} did not complete within {timeout_s:g} s: "
                     "another rank died or never arrived (IRIS_OPS_TIMEOUT_S sets the limit)"
                 )
             time.sleep(sleep)
@@ -158,7 +242,7 @@ class _TorchRun(Bootstrap):
         if not dist.is_initialized():
             dist.init_process_group(
                 "gloo", rank=self.rank, world_size=self.world_size,
-                timeout=datetime.timedelta(seconds=DEFAULT_TIMEOUT_S),
+                timeout=datetime.timedelta(seconds=timeout_from_env()),
             )
         # A gloo group of our own, so a user's NCCL default group is never used for the exchange.
         self.group = dist.new_group(backend="gloo")
@@ -168,7 +252,7 @@ class _TorchRun(Bootstrap):
         import datetime
 
         self.dist.monitored_barrier(
-            group=self.group, timeout=datetime.timedelta(seconds=timeout_s or DEFAULT_TIMEOUT_S)
+            group=self.group, timeout=datetime.timedelta(seconds=timeout_s or timeout_from_env())
         )
 
     def allgather(self, obj: Any, timeout_s: float | None = None) -> list[Any]:

@@ -1,7 +1,14 @@
 """`python -m reference`: parse and check the flags, start the world, run each variant, write the logs.
 
-Exit codes: 0 done (skipped variants included), 1 a validation failed or a rank hit an error,
-2 a bad flag (one line on stderr, on every rank, before any process group exists).
+Exit codes:
+  0  every variant that was asked for ran (and validated, with --validate), or was skipped because
+     this machine cannot run it at all (an op torch lacks, symmetric memory on the CPU: the record's
+     `skipped` says why);
+  1  a variant failed (an allocation or its first step raised on some rank: the line says which
+     rank and why, and no log is written for it, so a sweep reruns it), a validation failed, the
+     process group could not start, or a rank hit an error while timing;
+  2  a bad flag, an output path that cannot be written, or --device cuda without a GPU: one line on
+     stderr naming the flag (from rank 0), on every rank, before any process group exists.
 """
 
 from __future__ import annotations
@@ -10,15 +17,38 @@ import os
 import sys
 import traceback
 
-from reference.config import ConfigError, output_paths, parse_config, world_size_from_env
+from reference.config import (
+    ConfigError,
+    check_before_start,
+    output_paths,
+    parse_config,
+    rank_from_env,
+    world_size_from_env,
+)
+
+
+def preflight(argv: list[str], world_size: int, prog: str = "python -m reference") -> int:
+    """Only the checks `main` makes before starting (run.sh calls this before it launches any rank):
+    0 when the flags are good for `world_size` ranks, else one line on stderr and 2."""
+    try:
+        check_before_start(parse_config(argv, world_size), world_size)
+    except ConfigError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--"]:  # a launcher's separator (run.sh passes `torchrun ... -m reference -- flags`)
+        argv = argv[1:]
     world_size = world_size_from_env()
     try:
         cfg = parse_config(argv, world_size)
+        check_before_start(cfg, world_size)
     except ConfigError as exc:
-        print(f"python -m reference: error: {exc}", file=sys.stderr, flush=True)
+        if rank_from_env() == 0:
+            print(f"python -m reference: error: {exc}", file=sys.stderr, flush=True)
         return 2
 
     # torch and the world only once the flags are known to be good.
@@ -36,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for key in cfg.variants:
             record = run_variant(key, world, cfg)
+            if record.get("failed"):
+                failed = True
+                if world.rank == 0:  # no log: the variant did not run (a sweep must not count it done)
+                    print(summary_line(record), file=sys.stderr, flush=True)
+                continue
             if world.rank == 0:
                 path = paths[key]
                 if path is not None:

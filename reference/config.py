@@ -2,8 +2,10 @@
 
 Pure Python (torch is not imported here), so run.sh's help, results/sweep.py and the argument
 checks stay fast. `parse_config(argv, world_size)` returns a `RefConfig` or raises `ConfigError`
-naming the flag and its valid range; `python -m reference` prints that as one line on stderr and
-exits with code 2 on every rank, before any process group exists.
+naming the flag and its valid range; `check_before_start` adds what needs the file system or the
+device (output paths that cannot be written, --device cuda without a GPU). `python -m reference`
+prints either as one line on stderr (rank 0 only) and exits with code 2 on every rank, before any
+process group exists.
 """
 
 from __future__ import annotations
@@ -15,7 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.checks import ConfigError
+from harness.checks import (
+    MAX_DIM,
+    MAX_ITERS,
+    MAX_SEED,
+    ConfigError,
+    OneLineParser,
+    check_output_path,
+    int_in,
+    timeout_seconds,
+)
 from harness.timing import START_SYNCS
 
 DATATYPES = ("fp16", "bf16", "fp32", "int8")  # harness.dtypes.DATATYPES, without importing torch
@@ -84,50 +95,8 @@ class RefConfig:
         return dataclasses.asdict(self)
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse, but a bad flag raises ConfigError instead of printing usage and exiting."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        if message.startswith("argument "):
-            flag, _, rest = message[len("argument "):].partition(": ")
-            raise ConfigError(flag, rest)
-        if message.startswith("unrecognized arguments: "):
-            raise ConfigError(message.split(": ", 1)[1].split()[0], "unknown flag (see --help)")
-        raise ConfigError("arguments", message)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer (>= 1), got {v}")
-    return v
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {v}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {v}")
-    return v
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _OneLineParser(
+    p = OneLineParser(
         prog="python -m reference",
         description="Vendor-library baselines of the distributed GEMMs (torch.distributed: NCCL on NVIDIA, "
         "RCCL on AMD, gloo on the CPU), timed and logged like benchmark.py. Run under mpirun or torchrun.",
@@ -139,19 +108,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a = p.add_argument
     a("--collective", default="all_reduce", choices=tuple(COLLECTIVES), help="which baseline(s) to run")
-    a("-m", "--m", dest="m", type=_positive_int, default=8192, help="rows of A and C")
-    a("-n", "--n", dest="n", type=_positive_int, default=8192, help="columns of B and C")
-    a("-k", "--k", dest="k", type=_positive_int, default=8192, help="columns of A / rows of B")
+    dim = int_in(1, MAX_DIM)  # cuBLAS / hipBLAS take 32-bit dimensions
+    a("-m", "--m", dest="m", type=dim, default=8192, help="rows of A and C")
+    a("-n", "--n", dest="n", type=dim, default=8192, help="columns of B and C")
+    a("-k", "--k", dest="k", type=dim, default=8192, help="columns of A / rows of B")
     a("--datatype", default="bf16", choices=DATATYPES, help="input datatype (int8 accumulates into int32)")
-    a("--iters", type=_positive_int, default=50, help="timed iterations (medians are reported)")
-    a("--warmup", type=_nonnegative_int, default=10, help="untimed warm-up iterations (NCCL warm-up included)")
+    a("--iters", type=int_in(1, MAX_ITERS), default=50, help="timed iterations (medians are reported)")
+    a("--warmup", type=int_in(0, MAX_ITERS), default=10, help="untimed warm-up iterations (NCCL warm-up included)")
     a("--validate", action="store_true", help="compare with a float64 product of the same inputs")
     a("--output_file", default=None, help="JSON log path (rank 0 writes it; with several variants, "
       "each gets '.<variant>' before the suffix)")
     a("--output_dir", default=None,
       help="folder for one JSON log per variant, named ref_<variant>_<datatype>_<M>x<N>x<K>_w<world size>.json")
-    a("--seed", type=_nonnegative_int, default=0, help="inputs of rank r come from seed + 1 + r (shared: seed)")
-    a("--timeout_s", type=_positive_float, default=300.0,
+    a("--seed", type=int_in(0, MAX_SEED), default=0, help="inputs of rank r come from seed + 1 + r (shared: seed)")
+    a("--timeout_s", type=timeout_seconds, default=300.0,
       help="process-group init and every collective give up after this many seconds")
     a("--device", default="auto", choices=("auto", "cuda", "cpu"), help="auto: the GPU if torch sees one")
     a("--gather_layout", default="row_major", choices=GATHER_LAYOUTS,
@@ -214,3 +184,32 @@ def world_size_from_env() -> int:
         if key in os.environ:
             return int(os.environ[key])
     return 1
+
+
+def rank_from_env() -> int:
+    """This process's rank as the launcher announced it (0 without one): errors found before the
+    process group exists are printed by rank 0 only."""
+    for key in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "RANK"):
+        if key in os.environ:
+            try:
+                return int(os.environ[key])
+            except ValueError:
+                continue
+    return 0
+
+
+def check_before_start(cfg: RefConfig, world_size: int) -> None:
+    """What parse_config cannot see from the flags alone, checked before any work: every log can be
+    written (no part of the path is a file, the nearest existing folder takes a new file), and
+    --device cuda has a GPU (torch is imported only then)."""
+    if cfg.output_dir:
+        check_output_path("--output_dir", cfg.output_dir, directory=True)
+    elif cfg.output_file:
+        for path in output_paths(cfg, world_size).values():
+            if path is not None:
+                check_output_path("--output_file", path)
+    if cfg.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("--device", "cuda: torch sees no GPU on this machine; use auto or cpu")

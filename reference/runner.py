@@ -1,8 +1,10 @@
 """Run one baseline: check it can run here, time it like benchmark.py, validate it, build its record.
 
-Whether a variant runs is decided by all ranks together (`World.agree`): a variant that one rank
-cannot set up is skipped everywhere, with the reason in the record, instead of leaving the other
-ranks waiting in a collective.
+Whether a variant runs is decided by all ranks together (`World.agree`), instead of leaving the other
+ranks waiting in a collective: a variant this machine cannot run at all (an op torch lacks, symmetric
+memory on the CPU) is skipped everywhere, with the reason in `skipped`; a variant that one rank tried to
+set up and could not (an allocation failure, an error in its first step) failed everywhere, with the
+error in `failed`, and makes `python -m reference` exit non-zero.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def _try_prepare(variant: Variant, world: World, cfg: RefConfig) -> tuple[Prepar
         prepared.step(StepTimer(use_events=False))
         _sync(world)
         return prepared, None
-    except Exception as exc:  # reported as a skip with its reason, never swallowed silently
+    except Exception as exc:  # reported as the variant's failure, with its reason
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return None, f"rank {world.rank}: {last}"
 
@@ -127,15 +129,16 @@ def run_variant(key: str, world: World, cfg: RefConfig) -> dict[str, Any]:
         "launcher": world.placement.launcher,
         "comm_library": world.comm_library,
         "skipped": None,
+        "failed": None,
     }
 
     reason = world.agree(variant.unavailable(world, cfg))
-    prepared = None
+    prepared = failure = None
     if reason is None:
         prepared, problem = _try_prepare(variant, world, cfg)
-        reason = world.agree(problem)
-    if reason is not None or prepared is None:
-        extra["skipped"] = reason
+        failure = world.agree(problem)
+    if reason is not None or failure is not None or prepared is None:
+        extra["skipped"], extra["failed"] = reason, failure
         return new_record(**common, timing=_skipped_timing(cfg),
                           validation={"enabled": cfg.validate, "passed": None}, extra=extra)
 
@@ -163,6 +166,8 @@ def summary_line(record: dict[str, Any]) -> str:
             f"{s['m']}x{s['n']}x{s['k']} W={record['world_size']}")
     if record.get("skipped"):
         return f"{head}: skipped ({record['skipped']})"
+    if record.get("failed"):
+        return f"{head}: FAILED ({record['failed']})"
     t = record["timing"]
     kernels = ", ".join(f"{k} {v:.3f}" for k, v in t["kernels_ms"].items())
     tflops = t["tflops"] if t["tflops"] is not None and math.isfinite(t["tflops"]) else float("nan")

@@ -4,6 +4,10 @@ Each process maps each file at an address of its own choosing, so heap bases dif
 processes and pointer translation is exercised for real; Triton's interpreter then loads,
 stores and does atomics on the peers' pages directly.
 
+A heap larger than the free space of SHM_DIR is refused (MemoryError with the sizes) before its
+file is made: the file is sparse, so it would otherwise fail later with SIGBUS on the first page
+that does not fit.
+
 Cleanup: a rank removes its own file once every rank has mapped it (the mappings stay valid).
 If a run fails before that, the file is removed at exit, on SIGTERM/SIGINT, or before the process
 aborts an MPI job (bootstrap.register_cleanup), and files whose creating process is gone are swept
@@ -50,6 +54,22 @@ def sweep_stale_files() -> None:
                 f.unlink()
 
 
+def space_problem(heap_size: int, ranks_on_node: int = 1) -> str | None:
+    """Why `ranks_on_node` heaps of heap_size bytes do not fit in SHM_DIR, or None. The files are sparse
+    until touched, so a heap past the free space would die with SIGBUS mid-run: refuse it up front."""
+    try:
+        st = os.statvfs(SHM_DIR)
+    except OSError as exc:
+        return f"cannot read the free space of {SHM_DIR} ({exc.strerror})"
+    free = st.f_bavail * st.f_frsize
+    need = heap_size * ranks_on_node
+    if need > free:
+        each = f"{ranks_on_node} x {heap_size} B = {need} B" if ranks_on_node > 1 else f"{heap_size} B"
+        return (f"the symmetric heap needs {each} of {SHM_DIR} (shm backend), which has {free} B free "
+                f"(of {st.f_blocks * st.f_frsize} B)")
+    return None
+
+
 class ShmBackend:
     name = "shm"
 
@@ -94,6 +114,9 @@ class ShmBackend:
     # -- HeapBackend ------------------------------------------------------------------------
     def allocate(self, heap_size: int) -> torch.Tensor:
         sweep_stale_files()
+        problem = space_problem(heap_size)
+        if problem:
+            raise MemoryError(problem)
         self._guard()
         fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         try:

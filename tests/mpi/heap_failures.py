@@ -6,28 +6,38 @@ MODE (rank 1 misbehaves; every rank prints "HEAP_FILE <path>" when its shm heap 
     raise_after_heap    raises after iris() returned
     exit1_after_heap    sys.exit(1) after iris() returned
     raise_while_mapping raises inside iris(), after creating its heap file, before mapping the peers'
+    os_exit_after_heap  os._exit(3) after iris() returned: no cleanup, no MPI_Finalize
+    kill_after_heap     SIGKILL to itself after iris() returned
+    hang_after_heap     never reaches the barrier after iris() (sleeps 600 s)
     late                sleeps 120 s before iris(): never arrives within the timeout
     exit_before_heap    exits (code 0) before iris()
+    never_starts        sleeps 600 s before MPI starts (before mpi4py is imported): the others wait in
+                        MPI_Init, which only the start-up watchdog bounds
     ok                  nothing goes wrong (control)
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from typing import Any
 
 import iris_ops.backends as backends
-from iris_ops.bootstrap import get_bootstrap
+from iris_ops.bootstrap import get_bootstrap, launcher_rank
 
-MODES = ("raise_after_heap", "exit1_after_heap", "raise_while_mapping", "late", "exit_before_heap", "ok")
+MODES = ("raise_after_heap", "exit1_after_heap", "raise_while_mapping", "os_exit_after_heap", "kill_after_heap",
+         "hang_after_heap", "late", "exit_before_heap", "never_starts", "ok")
 
 
 def main() -> int:
     mode = sys.argv[1]
     if mode not in MODES:
         raise SystemExit(f"mode must be one of {MODES}")
+    if mode == "never_starts" and launcher_rank() == 1:
+        print("rank 1 never starts", flush=True)
+        time.sleep(600)
     boot = get_bootstrap()
     rank = boot.rank
     print(f"rank {rank} pid {os.getpid()} mode {mode}", flush=True)
@@ -65,6 +75,12 @@ def main() -> int:
         raise RuntimeError("injected crash after creating the heap")
     if rank == 1 and mode == "exit1_after_heap":
         sys.exit(1)
+    if rank == 1 and mode == "os_exit_after_heap":
+        os._exit(3)
+    if rank == 1 and mode == "kill_after_heap":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if rank == 1 and mode == "hang_after_heap":
+        time.sleep(600)
     sh.barrier()
     print(f"rank {rank} finished", flush=True)
     return 0
