@@ -159,8 +159,8 @@ class OverlapOp:
         self.b = torch.zeros((self.local_k, self.local_n), dtype=self.dtype, device=self.device)
         # Heap buffers (every rank allocates the same sequence, so offsets match).
         need = heap_bytes(cfg, W)
-        free = shmem.heap_free_bytes() if hasattr(shmem, "heap_free_bytes") else None
-        if free is not None and need > free:
+        free = shmem.free_bytes
+        if need > free:
             raise MemoryError(f"OverlapOp needs {need} B of symmetric heap per rank; {free} B are free")
         self.c = shmem.zeros(M, N, dtype=self.out_dtype)
         self.partial = shmem.zeros(M, N, dtype=self.out_dtype) if alg.partial_buffer else None
@@ -190,6 +190,10 @@ class OverlapOp:
         self._last: tuple[Any, Any, str, _Step] | None = None
         self._preloaded: set[str] = set()
         self.broken: str | None = None
+        # Every rank's control block is zeroed before any peer's first step may write into it.
+        if self.on_gpu:
+            torch.cuda.synchronize(self.device)
+        shmem.barrier()
 
     @classmethod
     def create(cls, shmem: Iris, algorithm: str, m: int, n: int, k: int, datatype: str = "bf16",

@@ -1,0 +1,162 @@
+"""OverlapOp called step after step with nothing between the steps, for tests/test_op.py.
+
+    TRITON_INTERPRET=1 mpirun -np 2 python tests/mpi/op_back_to_back.py --steps 200 [--poison_between]
+
+For each algorithm x mode: one op on the heap (the heap's allocator is reset between ops), the same
+seeded global A and B on every rank (fp32), this rank's shards written into op.a / op.b, then --steps
+calls of op() back to back (no host barrier, no synchronisation between them; with --poison_between
+op.c is filled with NaN between two steps, which the stream semantics allow). Then C is checked
+against the float64 product on every rank and op.check_errors() is called. The first combination
+also writes new inputs into op.a / op.b and checks that one more step gives the new product (the op
+reads its buffers at every step). One line per combination:
+
+    OP_B2B_OK <algorithm> <mode> ranks W steps S err E time T s
+
+Any failure prints "OP_B2B_FAIL <algorithm> <mode> ...: <what>" and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import torch
+
+import iris_ops
+from overlap.defaults import MODES
+from overlap.op import OverlapOp
+from stream_k import KernelConfig
+
+ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
+TOL = 1e-4  # relative Frobenius error for fp32 operands (harness.checks.TOLERANCE["fp32"])
+
+
+def cpu_options() -> dict:
+    """The interpreter-friendly config (tiny tiles, two programs); on a GPU the op's defaults."""
+    if torch.cuda.is_available():
+        return {}
+    return {"total_sms": 2, "gemm_sms": 1, "comm_tile_m": 16, "comm_tile_n": 16,
+            "kernel": KernelConfig(BLK_M=16, BLK_N=16, BLK_K=16, num_stages=1, num_warps=4)}
+
+
+def global_inputs(m: int, n: int, k: int, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same global A (m x k) and B (k x n) on every rank (drawn on the CPU from one seed)."""
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(m, k, generator=gen, dtype=torch.float32)
+    b = torch.randn(k, n, generator=gen, dtype=torch.float32)
+    return a.to(device), b.to(device)
+
+
+def shards(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """This rank's shards of the global A and B for the op's algorithm."""
+    r = op.rank
+    if op.alg.split == "n":
+        w = op.local_n
+        return a, b[:, r * w:(r + 1) * w]
+    w = op.local_k
+    return a[:, r * w:(r + 1) * w], b[r * w:(r + 1) * w, :]
+
+
+def load_inputs(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> None:
+    sa, sb = shards(op, a, b)
+    op.a.copy_(sa)
+    op.b.copy_(sb)
+
+
+def rel_error(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
+    """||C - A @ B|| / ||A @ B|| against the float64 product (NaN stays NaN, so poison fails)."""
+    ref = a.double().cpu() @ b.double().cpu()
+    err = float(torch.linalg.norm(c.double().cpu() - ref) / torch.linalg.norm(ref))
+    return err if err == err else float("inf")
+
+
+def worst_error(shmem, op: OverlapOp, a: torch.Tensor, b: torch.Tensor, what: str) -> float:
+    """C's error on every rank (checked here on each), gathered: the largest, or AssertionError naming the rank."""
+    errs = shmem.allgather(rel_error(op.c, a, b))
+    worst = max(range(len(errs)), key=lambda r: errs[r])
+    assert errs[worst] <= TOL, f"{what}: relative error {errs[worst]:.3g} > {TOL:g} on rank {worst} (all: {errs})"
+    return errs[worst]
+
+
+def sync(op: OverlapOp) -> None:
+    if op.on_gpu:
+        torch.cuda.synchronize(op.device)
+
+
+def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change_inputs: bool) -> str:
+    """Build one op, run the steps, check; returns the OK line or raises AssertionError naming what failed."""
+    m, n, k = args.m, args.n, args.k
+    op = OverlapOp.create(shmem, alg, m, n, k, "fp32", mode, **cpu_options())
+    seed = 1000 + 17 * ALGORITHMS.index(alg) + MODES.index(mode)
+    a, b = global_inputs(m, n, k, seed, op.device)
+    load_inputs(op, a, b)
+    shmem.barrier()  # every rank has built its op (zeroed its heap buffers) before any rank's first step
+    start = time.monotonic()
+    nan = float("nan")
+    for i in range(args.steps):
+        if args.poison_between and i:
+            op.c.fill_(nan)  # between two steps, on the stream: allowed, the next step rewrites every element
+        c = op()
+        assert c is op.c, "op() must return the op's C buffer"
+    sync(op)
+    elapsed = time.monotonic() - start
+    op.check_errors()
+    err = worst_error(shmem, op, a, b, f"C after {args.steps} steps")
+    if change_inputs:
+        a2, b2 = global_inputs(m, n, k, seed + 500, op.device)
+        load_inputs(op, a2, b2)
+        op()
+        sync(op)
+        op.check_errors()
+        worst_error(shmem, op, a2, b2, "C after new inputs were written into op.a/op.b")
+        stale = rel_error(op.c, a, b)
+        assert stale > 0.1, f"C still matches the old inputs (error {stale:.3g}): the op did not re-read its buffers"
+    shmem.barrier()  # no rank frees (resets) its heap while a peer may still touch it
+    return (f"OP_B2B_OK {alg} {mode} ranks {op.world} steps {args.steps} err {err:.2e} "
+            f"{'new_inputs ok ' if change_inputs else ''}time {elapsed:.1f} s")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--poison_between", action="store_true", help="fill op.c with NaN between two steps")
+    p.add_argument("--m", type=int, default=32)
+    p.add_argument("--n", type=int, default=32)
+    p.add_argument("--k", type=int, default=32)
+    args = p.parse_args()
+    algorithms = [x for x in args.algorithms.split(",") if x]
+    modes = [x for x in args.modes.split(",") if x]
+    for x in algorithms:
+        if x not in ALGORITHMS:
+            p.error(f"--algorithms: unknown algorithm {x!r}")
+    for x in modes:
+        if x not in MODES:
+            p.error(f"--modes: unknown mode {x!r}")
+
+    shmem = iris_ops.iris(1 << 24)
+    rank = shmem.get_rank()
+    first = True
+    for alg in algorithms:
+        for mode in modes:
+            try:
+                line = run_combination(shmem, alg, mode, args, change_inputs=first)
+            except Exception as exc:  # one line naming the combination, then a non-zero exit
+                print(f"OP_B2B_FAIL {alg} {mode} rank {rank} ranks {shmem.get_num_ranks()} steps {args.steps}: "
+                      f"{type(exc).__name__}: {exc}", flush=True)
+                return 1
+            if rank == 0:
+                print(line, flush=True)
+            first = False
+            if hasattr(shmem, "reset_allocator"):
+                shmem.reset_allocator()
+    shmem.barrier()
+    if rank == 0:
+        print(f"OP_B2B_DONE {len(algorithms) * len(modes)} combinations", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

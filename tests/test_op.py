@@ -1,0 +1,148 @@
+"""The library op (overlap.OverlapOp) as a torch program calls it: every algorithm x mode right after many
+steps back to back on 2 and 4 ranks (tests/mpi/op_back_to_back.py), its API on 2 ranks (bad arguments,
+reuse, two ops on one heap, a step that times out; tests/mpi/op_api.py), the README example
+(examples/op_example.py), and the config and heap sizing in this process.
+
+In Triton's interpreter a step of the 32 x 32 x 32 problem costs ~0.2 s on 2 ranks and ~0.5 s on 4 (2 CPU
+cores), for each of the 12 algorithm x mode combinations, so the back-to-back runs take fewer steps there
+than on GPUs (200): STEPS_CPU below.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from conftest import MPI_DIR, REPO_ROOT, on_gpu, run_mpi, skip_unless_ranks
+
+import iris_ops
+from overlap.defaults import MODES
+from overlap.op import OverlapConfig, OverlapOp, heap_bytes
+from stream_k import KernelConfig
+
+B2B = str(MPI_DIR / "op_back_to_back.py")
+API = str(MPI_DIR / "op_api.py")
+EXAMPLE = str(REPO_ROOT / "examples" / "op_example.py")
+ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
+COMBOS = {(alg, mode) for alg in ALGORITHMS for mode in MODES}
+
+# Back-to-back steps per combination: 200 on GPUs; in the interpreter what fits the suite's time (~6 min
+# for this file on 2 CPU cores): a step over the 12 combinations costs ~2.5 s on 2 ranks and ~6.5 s on 4
+# (200 steps would take ~8 and ~21 minutes).
+STEPS_CPU = {2: 30, 4: 12}
+
+
+def steps_for(nprocs: int) -> int:
+    return 200 if on_gpu() else STEPS_CPU[nprocs]
+
+
+def check_b2b_output(out: str, nprocs: int, steps: int) -> None:
+    assert "OP_B2B_FAIL" not in out, out
+    ok = re.findall(r"OP_B2B_OK (\w+) (\w+) ranks (\d+) steps (\d+) err (\S+)", out)
+    assert {(alg, mode) for alg, mode, *_ in ok} == COMBOS, out
+    for alg, mode, ranks, n, err in ok:
+        assert (int(ranks), int(n)) == (nprocs, steps), (alg, mode, ranks, n)
+        assert float(err) <= 1e-4, (alg, mode, err)
+    assert "OP_B2B_DONE 12 combinations" in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_every_combination_right_after_steps_back_to_back(nprocs: int) -> None:
+    """Every algorithm x mode: C right on every rank after many steps with nothing between them; the first
+    combination also sees new inputs written into op.a / op.b at the next step."""
+    skip_unless_ranks(nprocs)
+    steps = steps_for(nprocs)
+    result = run_mpi(nprocs, B2B, "--steps", str(steps), timeout=600)
+    check_b2b_output(result.stdout, nprocs, steps)
+    assert "new_inputs ok" in result.stdout, result.stdout
+
+
+@pytest.mark.slow
+def test_c_poisoned_between_steps_is_rewritten() -> None:
+    """op.c filled with NaN between every two steps (allowed by the stream semantics): the next step still
+    writes every element, for every algorithm x mode."""
+    result = run_mpi(2, B2B, "--steps", "20", "--poison_between", timeout=600)
+    check_b2b_output(result.stdout, 2, 20)
+
+
+@pytest.mark.slow
+def test_op_api_on_two_ranks() -> None:
+    """Bad arguments raise one error naming a or b and leave the op usable; reuse with own and user tensors;
+    two ops interleaved on one heap; OverlapConfig validation; a step with an absent peer raises from
+    check_errors() within a bounded time, the op stays broken until reset() on every rank."""
+    result = run_mpi(2, API, timeout=600)
+    out = result.stdout
+    assert "OP_API_FAIL" not in out, out
+    for name in ("config", "bad_args", "reuse", "interleave", "timeout"):
+        assert re.search(rf"^OP_API_OK {name} ", out, re.M), f"no OP_API_OK {name}:\n{out}"
+    timeouts = re.findall(r"check_errors raised after ([\d.]+) s: rank 0: [^;]*timed out", out)
+    assert len(timeouts) == 3, out  # all_reduce, all_scatter, one_shot
+    assert "OP_API_DONE 5 checks" in out, out
+
+
+@pytest.mark.slow
+def test_first_step_right_without_a_barrier_after_create() -> None:
+    result = run_mpi(2, API, "--only", "create_skew", timeout=300, check=False)
+    assert result.returncode == 0 and "OP_API_OK create_skew" in result.stdout, result.stdout
+
+
+@pytest.mark.slow
+def test_readme_example_runs_on_two_ranks() -> None:
+    result = run_mpi(2, EXAMPLE, timeout=300)
+    line = re.search(r"^OP_EXAMPLE (\w+): all_reduce fused on 2 ranks, .* max relative error (\S+) \(tolerance (\S+)\)",
+                     result.stdout, re.M)
+    assert line is not None, result.stdout
+    assert line.group(1) == "ok" and float(line.group(2)) <= float(line.group(3)), line.group(0)
+
+
+# ---- in this process --------------------------------------------------------------------------------
+
+CPU_KERNEL = KernelConfig(BLK_M=16, BLK_N=16, BLK_K=16, num_stages=1, num_warps=4)
+
+
+def test_config_resolve_rejects_unknown_algorithm_and_mode() -> None:
+    cpu = torch.device("cpu")
+    with pytest.raises(ValueError, match=r"algorithm must be one of .*'allgather'"):
+        OverlapConfig("allgather", 32, 32, 32).resolve(cpu)
+    with pytest.raises(ValueError, match=r"mode must be one of .*'overlapped'"):
+        OverlapConfig("all_reduce", 32, 32, 32, mode="overlapped").resolve(cpu)
+    for alg in ALGORITHMS:
+        for mode in MODES:
+            cfg = OverlapConfig(alg, 32, 32, 32, "fp32", mode).resolve(cpu)
+            assert None not in (cfg.total_sms, cfg.gemm_sms, cfg.kernel, cfg.sk_rounds, cfg.comm_tile_m,
+                                cfg.comm_tile_n), cfg
+            assert 1 <= cfg.gemm_sms < cfg.total_sms
+    kept = OverlapConfig("one_shot", 32, 32, 32, "fp32", total_sms=2, gemm_sms=1, kernel=CPU_KERNEL).resolve(cpu)
+    assert (kept.total_sms, kept.gemm_sms, kept.kernel, kept.comm_tile_m) == (2, 1, CPU_KERNEL, 16)
+
+
+@pytest.mark.parametrize("alg", ALGORITHMS)
+def test_heap_bytes_positive_and_what_create_allocates(alg: str) -> None:
+    for dtype in ("bf16", "fp16", "fp32", "int8"):
+        for world in (1, 2, 4, 8):
+            assert OverlapOp.heap_bytes(alg, 256, 512, 1024, dtype, world) > 0
+            assert OverlapOp.heap_bytes(alg, 256, 512, 1024, dtype, world) == heap_bytes(
+                OverlapConfig(alg, 256, 512, 1024, dtype), world)
+    assert OverlapOp.heap_bytes(alg, 64, 64, 64, "fp32") >= 64 * 64 * 4
+    # In a world of one (this process): a heap of exactly heap_bytes holds the op, and the op uses all of it.
+    need = OverlapOp.heap_bytes(alg, 48, 80, 32, "fp32", 1, kernel=CPU_KERNEL)
+    sh = iris_ops.iris(need)
+    try:
+        op = OverlapOp.create(sh, alg, 48, 80, 32, "fp32", total_sms=2, gemm_sms=1, kernel=CPU_KERNEL)
+        assert sh.heap_offset == need
+        assert op.c.shape == (48, 80)
+    finally:
+        sh.close()
+
+
+def test_heap_too_small_is_refused_before_allocating() -> None:
+    need = OverlapOp.heap_bytes("all_reduce", 32, 32, 32, "fp32", 1, kernel=CPU_KERNEL)
+    sh = iris_ops.iris(need - 1024)
+    try:
+        with pytest.raises(MemoryError, match="OverlapOp needs"):
+            OverlapOp.create(sh, "all_reduce", 32, 32, 32, "fp32", total_sms=2, gemm_sms=1, kernel=CPU_KERNEL)
+        assert sh.heap_offset == 0, "a refused create() left part of its buffers allocated"
+    finally:
+        sh.close()
