@@ -259,23 +259,26 @@ def test_bad_input_is_one_line_and_exit_2(case: Case, results: dict) -> None:
 EXIT = MPI_DIR / "exit_status.py"
 
 
-def _mpi_case(shm_dir: Path, *args: str, env: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
-    """Run under mpirun -np 2: (every rank's 'EXIT_STATUS' line, the other non-empty lines that are not
-    mpirun's own report), after checking that no shared-memory file is left."""
+def _mpi_case(tmp: Path, *args: str, env: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """Run under mpirun -np 2: (every rank's 'EXIT_STATUS' line, from the files tests/mpi/exit_status.py
+    writes; the non-empty lines printed that are neither those nor mpirun's own report), after checking
+    that no shared-memory file is left."""
     skip_unless_ranks(2)
-    res = run_mpi(2, EXIT, *args, check=False, timeout=120, env={**shm_env(shm_dir), **(env or {})})
+    shm_dir, status_dir = tmp / "shm", tmp / "status"
+    status_dir.mkdir(parents=True)
+    res = run_mpi(2, EXIT, *args, check=False, timeout=120,
+                  env={**shm_env(shm_dir), "EXIT_STATUS_DIR": str(status_dir), **(env or {})})
     assert not res.timed_out, res.stdout[-4000:]
     assert leftovers(shm_dir) == [], res.stdout[-3000:]
     assert res.returncode == 2, res.stdout[-4000:]
-    exits, lines, in_report = [], [], False
+    lines, in_report = [], False
     for line in res.stdout.splitlines():
         if line.startswith("-" * 20):  # mpirun's report of a non-zero exit sits between two such rules
             in_report = not in_report
-        elif line.startswith("EXIT_STATUS "):
-            exits.append(line)
-        elif line.strip() and not in_report:
+        elif line.strip() and not in_report and not line.startswith("EXIT_STATUS "):
             lines.append(line)
-    return sorted(exits), lines
+    exits = sorted(f.read_text().strip() for f in status_dir.iterdir())
+    return exits, lines
 
 
 @pytest.mark.parametrize(
@@ -295,6 +298,6 @@ def _mpi_case(shm_dir: Path, *args: str, env: dict[str, str] | None = None) -> t
 )
 def test_every_rank_exits_2_and_one_line_is_printed(args: tuple[str, ...], env: dict[str, str] | None,
                                                      line: str, tmp_path: Path) -> None:
-    exits, lines = _mpi_case(tmp_path / "shm", *args, env=env)
+    exits, lines = _mpi_case(tmp_path, *args, env=env)
     assert exits == ["EXIT_STATUS rank 0 code 2", "EXIT_STATUS rank 1 code 2"], (exits, lines)
     assert len(lines) == 1 and lines[0].startswith(line), lines

@@ -4,7 +4,9 @@ mpirun can see what every rank exited with (mpirun reports only the first non-ze
     mpirun -np 2 python tests/mpi/exit_status.py benchmark.py -m abc
     mpirun -np 2 python tests/mpi/exit_status.py -m reference -m abc
 
-Prints `EXIT_STATUS rank R code C` on stdout, then exits with C.
+Prints `EXIT_STATUS rank R code C` on stdout and, when EXIT_STATUS_DIR is set, into the file
+EXIT_STATUS_DIR/rank<R> (mpirun stops forwarding a rank's output once it has begun to stop the job, so
+the file is what shows the exit code of a rank that the launcher stopped), then exits with C.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ def main() -> int:
         code = exc.code
     code = 0 if code is None else code if isinstance(code, int) else 1
     rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("RANK", "0"))
-    print(f"EXIT_STATUS rank {rank} code {code}", flush=True)
+    line = f"EXIT_STATUS rank {rank} code {code}"
+    if os.environ.get("EXIT_STATUS_DIR"):
+        with open(os.path.join(os.environ["EXIT_STATUS_DIR"], f"rank{rank}"), "w") as f:
+            f.write(line + "\n")
+    print(line, flush=True)
     return code
 
 
