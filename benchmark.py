@@ -47,7 +47,7 @@ from harness.config import (
 from harness.timing import HOST_METHOD, LOOP_METHOD, host_us_per_call, queue_ahead, time_iterations, time_loop
 from harness.timing import METHOD as TIMING_METHOD
 from harness.validate import describe_failure
-from iris_ops.bootstrap import Bootstrap, get_bootstrap, launcher_rank
+from iris_ops.bootstrap import Bootstrap, get_bootstrap
 
 
 def device_facts(boot: Bootstrap) -> DeviceFacts:
@@ -317,12 +317,8 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    try:  # before MPI starts: its start-up is bounded by IRIS_OPS_TIMEOUT_S
-        backend = check_environment()
-    except ConfigError as exc:
-        if launcher_rank() == 0:
-            print(f"benchmark.py: error: {exc}", file=sys.stderr, flush=True)
-        return 2
+    # MPI start-up first (bounded by IRIS_OPS_TIMEOUT_S, or its default while the value is refused below):
+    # errors found after it reach every rank alike, and rank 0's line is printed before any rank exits.
     boot = get_bootstrap()
     if any(a in ("-h", "--help") for a in argv):
         from harness.config import build_parser
@@ -331,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             build_parser().print_help()
         return 0
     try:
+        backend = check_environment()
         facts = device_facts(boot)
         configs = [parse_config(a, facts, boot.world_size) for a in expand_sweep(argv)]
         for cfg in configs:

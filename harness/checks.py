@@ -8,7 +8,9 @@ import argparse
 import math
 import os
 import re
+import signal
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -102,6 +104,29 @@ def check_output_path(flag: str, path: str | os.PathLike[str], directory: bool =
         raise ConfigError(flag, f"cannot write {text}: no file can be made in {folder} ({exc.strerror})") from None
     os.close(fd)
     os.unlink(probe)
+
+
+def exit_after_rank0(code: int, rank: int, world_size: int, wait_s: float = 15.0) -> int:
+    """`code`, once rank 0 has been able to print the error: for an error found before the ranks can talk
+    (every rank finds it; rank 0 alone prints it). A rank other than 0 that exited at once would make
+    the launcher (mpirun, torchrun) stop the job, rank 0 included, before rank 0 had printed its line.
+    So it waits, at most wait_s, for the launcher to stop it once rank 0 has exited: the SIGTERM that
+    comes then ends the wait with the same code (SystemExit)."""
+    if rank == 0 or world_size <= 1:
+        return code
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(code)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave at once
+        return code
+    try:
+        time.sleep(wait_s)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return code
 
 
 # Relative Frobenius error ||C - C64|| / ||C64|| allowed against a float64 product of the same inputs,

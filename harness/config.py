@@ -399,9 +399,9 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
 
 
 def check_environment() -> str:
-    """The environment variables the run reads, checked before MPI starts: IRIS_OPS_TIMEOUT_S (a
-    number of seconds) and IRIS_OPS_BACKEND (a known backend; a GPU one needs a GPU). Returns the
-    heap backend; raises ConfigError naming the variable."""
+    """The environment variables the run reads, checked before any work: IRIS_OPS_TIMEOUT_S (a number
+    of seconds) and IRIS_OPS_BACKEND (a known backend; a GPU one needs a GPU). Returns the heap
+    backend; raises ConfigError naming the variable."""
     from iris_ops.backends import BACKENDS, choose_backend
     from iris_ops.bootstrap import TIMEOUT_ENV, timeout_from_env
 

@@ -12,7 +12,8 @@ mpi4py holds the GIL there, so no Python thread can time it out. `_Mpi` therefor
 watchdog process first: if MPI start-up (MPI_Init and the first collective) has not finished within
 the timeout, it prints one line and terminates this rank (SIGTERM, then SIGKILL), which makes mpirun
 end the job with a non-zero exit code. The timeout is IRIS_OPS_TIMEOUT_S (seconds, default 120);
-`timeout_from_env` refuses a value that is not a finite number > 0 with a ValueError naming it.
+`timeout_from_env` refuses a value that is not a finite number > 0 with a ValueError naming it (start-up
+itself falls back to the default, so that the ranks can refuse the value together once started).
 
 Under MPI an exception that no one catches, on any rank, aborts the whole job (as
 `python -m mpi4py` does) after running the cleanups registered with `register_cleanup` (the shm
@@ -37,9 +38,10 @@ DEFAULT_TIMEOUT_S = 120.0  # when IRIS_OPS_TIMEOUT_S is not set
 MAX_TIMEOUT_S = 86400.0
 
 
-def timeout_from_env() -> float:
-    """IRIS_OPS_TIMEOUT_S in seconds (DEFAULT_TIMEOUT_S when unset); ValueError naming the variable
-    for anything but a finite number in (0, MAX_TIMEOUT_S]."""
+def timeout_from_env(fallback: float | None = None) -> float:
+    """IRIS_OPS_TIMEOUT_S in seconds (DEFAULT_TIMEOUT_S when unset); for anything but a finite number in
+    (0, MAX_TIMEOUT_S], a ValueError naming the variable, or `fallback` when one is given (start-up
+    uses the default, so that the ranks can start and refuse the value together)."""
     text = os.environ.get(TIMEOUT_ENV, "").strip()
     if not text:
         return DEFAULT_TIMEOUT_S
@@ -48,6 +50,8 @@ def timeout_from_env() -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+        if fallback is not None:
+            return fallback
         raise ValueError(f"{TIMEOUT_ENV}: must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], got {text!r}")
     return value
 
@@ -156,7 +160,7 @@ class _Single(Bootstrap):
 
 class _Mpi(Bootstrap):
     def __init__(self) -> None:
-        with startup_watchdog(timeout_from_env(), "MPI start-up"):
+        with startup_watchdog(timeout_from_env(fallback=DEFAULT_TIMEOUT_S), "MPI start-up"):
             from mpi4py import MPI  # MPI_Init: returns once every rank of the job has started
 
             self.MPI = MPI
@@ -242,7 +246,7 @@ class _TorchRun(Bootstrap):
         if not dist.is_initialized():
             dist.init_process_group(
                 "gloo", rank=self.rank, world_size=self.world_size,
-                timeout=datetime.timedelta(seconds=timeout_from_env()),
+                timeout=datetime.timedelta(seconds=timeout_from_env(fallback=DEFAULT_TIMEOUT_S)),
             )
         # A gloo group of our own, so a user's NCCL default group is never used for the exchange.
         self.group = dist.new_group(backend="gloo")

@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 
+from harness.checks import exit_after_rank0
 from reference.config import (
     ConfigError,
     check_before_start,
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         if rank_from_env() == 0:
             print(f"python -m reference: error: {exc}", file=sys.stderr, flush=True)
-        return 2
+        return exit_after_rank0(2, rank_from_env(), world_size)
 
     # torch and the world only once the flags are known to be good.
     from harness.runlog import write_record

@@ -1,13 +1,19 @@
 """How an iris_ops job starts and ends: a plain python process is a world of one; a job whose rank
-crashes, exits early or never arrives ends in bounded time with a non-zero exit code, and leaves no
-heap file in /dev/shm (shm backend)."""
+crashes, is killed, exits early, hangs, never arrives or never starts ends in bounded time
+(IRIS_OPS_TIMEOUT_S) with a non-zero exit code, and leaves no shared-memory file behind (shm backend).
+
+The jobs put their shared-memory files (the heaps', IRIS_OPS_SHM_DIR, and Open MPI's sm_segment.*,
+OMPI_MCA_btl_sm_backing_directory) in a folder of their own instead of /dev/shm, which must be empty
+afterwards: other jobs on the machine use /dev/shm at the same time, and their files must not count."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +27,23 @@ BOUND_S = 30  # a failing job must be over within this
 
 def _heap_files(output: str) -> list[Path]:
     return [Path(p) for p in re.findall(r"^HEAP_FILE (\S+)$", output, flags=re.MULTILINE)]
+
+
+def _private_shm(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    folder = tmp_path / "shm"
+    folder.mkdir()
+    return folder, {"IRIS_OPS_SHM_DIR": str(folder), "OMPI_MCA_btl_sm_backing_directory": str(folder),
+                    "IRIS_OPS_TIMEOUT_S": str(TIMEOUT_S)}
+
+
+def _left_in(folder: Path, wait_s: float = 3.0) -> list[str]:
+    """Files still in `folder` (given a moment to go: mpirun's daemon removes Open MPI's last)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = sorted(p.name for p in folder.iterdir())
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
 
 
 def _job_leftovers(files: list[Path]) -> list[Path]:
@@ -53,23 +76,28 @@ def test_plain_python_is_a_world_of_one(tmp_path: Path) -> None:
     assert out.stdout.split() == ["single", "single", "0", "1", "1", "hello", "[7]", "4", "True"]
 
 
-def test_clean_job_leaves_no_heap_files() -> None:
+def test_clean_job_leaves_no_heap_files(tmp_path: Path) -> None:
     skip_unless_ranks(2)
-    result = run_mpi(2, MPI_DIR / "heap_failures.py", "ok", timeout=120)
+    folder, env = _private_shm(tmp_path)
+    result = run_mpi(2, MPI_DIR / "heap_failures.py", "ok", timeout=120, env=env)
     files = _heap_files(result.stdout)
     if not on_gpu():
         assert len(files) == 2, result.stdout
+        assert all(f.parent == folder for f in files)
     assert result.stdout.count("finished") == 2
     assert not [f for f in files if f.exists()]
     assert not _job_leftovers(files)
+    assert _left_in(folder) == []
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["raise_after_heap", "exit1_after_heap", "raise_while_mapping"])
-def test_crashing_rank_fails_the_job_and_leaves_no_heap_files(mode: str) -> None:
+@pytest.mark.parametrize("mode", ["raise_after_heap", "exit1_after_heap", "raise_while_mapping", "os_exit_after_heap",
+                                  "kill_after_heap"])
+def test_crashing_rank_fails_the_job_and_leaves_no_heap_files(mode: str, tmp_path: Path) -> None:
+    """A rank that raises, exits, os._exit()s (no cleanup, no MPI_Finalize) or is killed (SIGKILL)."""
     skip_unless_ranks(2)
-    result = run_mpi(2, MPI_DIR / "heap_failures.py", mode, timeout=120, check=False,
-                     env={"IRIS_OPS_TIMEOUT_S": str(TIMEOUT_S)})
+    folder, env = _private_shm(tmp_path)
+    result = run_mpi(2, MPI_DIR / "heap_failures.py", mode, timeout=120, check=False, env=env)
     assert not result.timed_out, result.stdout[-4000:]
     assert result.returncode != 0, result.stdout[-4000:]
     assert result.elapsed_s < BOUND_S, f"took {result.elapsed_s:.1f} s:\n{result.stdout[-4000:]}"
@@ -79,21 +107,28 @@ def test_crashing_rank_fails_the_job_and_leaves_no_heap_files(mode: str) -> None
         assert len(files) == 2, f"both ranks should have created a heap file:\n{result.stdout[-4000:]}"
     assert not [f for f in files if f.exists()], f"left behind: {[f for f in files if f.exists()]}"
     assert not _job_leftovers(files)
+    assert _left_in(folder) == []
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["late", "exit_before_heap"])
-def test_rank_that_never_arrives_fails_the_others_in_bounded_time(mode: str) -> None:
+@pytest.mark.parametrize("mode", ["late", "exit_before_heap", "hang_after_heap", "never_starts"])
+def test_rank_that_never_arrives_fails_the_others_in_bounded_time(mode: str, tmp_path: Path) -> None:
+    """A rank that arrives too late, leaves early, hangs (never reaches a barrier) or never starts (stuck
+    before MPI_Init, where the others would wait for ever but for the start-up watchdog)."""
     skip_unless_ranks(2)
-    result = run_mpi(2, MPI_DIR / "heap_failures.py", mode, timeout=120, check=False,
-                     env={"IRIS_OPS_TIMEOUT_S": str(TIMEOUT_S)})
+    folder, env = _private_shm(tmp_path)
+    result = run_mpi(2, MPI_DIR / "heap_failures.py", mode, timeout=120, check=False, env=env)
     assert not result.timed_out, f"the job hung:\n{result.stdout[-4000:]}"
     assert result.returncode != 0, result.stdout[-4000:]
     assert result.elapsed_s < BOUND_S, f"took {result.elapsed_s:.1f} s:\n{result.stdout[-4000:]}"
     assert f"did not complete within {TIMEOUT_S} s" in result.stdout, result.stdout[-4000:]
+    if mode == "never_starts":
+        assert "MPI start-up did not complete" in result.stdout, result.stdout[-4000:]
+    assert "finished" not in result.stdout
     files = _heap_files(result.stdout)
     assert not [f for f in files if f.exists()]
     assert not _job_leftovers(files)
+    assert _left_in(folder) == []
 
 
 def test_stale_heap_files_are_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,3 +144,26 @@ def test_stale_heap_files_are_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     shm.sweep_stale_files()
     assert not stale.exists()
     assert alive.exists() and other.exists()
+
+
+def test_runs_outside_mpirun_leave_no_shared_memory(tmp_path: Path) -> None:
+    """Plain python (benchmark.py, and the reference, both writing a log): no MPI singleton is made (it
+    would leave Open MPI's 16 MiB sm_segment.* behind) and the heap's file is gone."""
+    folder, env = _private_shm(tmp_path)
+    plain = {k: v for k, v in os.environ.items()
+             if not k.startswith(("OMPI_", "PMI", "PMIX_", "SLURM_", "IRIS_OPS_")) and k not in ("RANK", "WORLD_SIZE")}
+    env = {**plain, **env, "PYTHONPATH": str(REPO_ROOT)}
+    if not on_gpu():
+        env["TRITON_INTERPRET"] = "1"
+    runs = {
+        "bench.json": [str(REPO_ROOT / "benchmark.py"), "-m", "32", "-n", "32", "-k", "32"],
+        "ref.json": ["-m", "reference", "--collective", "gemm", "-m", "16", "-n", "16", "-k", "16",
+                     "--datatype", "fp32", "--iters", "1", "--warmup", "0"],
+    }
+    for log, args in runs.items():
+        out = subprocess.run([sys.executable, *args, "--output_file", str(tmp_path / log)], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+        assert _left_in(folder) == [], log
+        record = json.loads((tmp_path / log).read_text())
+        assert record["software"]["mpi_library"] is None  # MPI was not started to ask its version

@@ -35,9 +35,9 @@ def mpirun(*args: str, np: int = 2, timeout: int = 150) -> subprocess.CompletedP
     [
         (["--collective", "broadcast"], 2, "--collective", "invalid choice"),
         (["--datatype", "fp8"], 2, "--datatype", "invalid choice"),
-        (["-m", "0"], 2, "-m/--m", ">= 1"),
-        (["-k", "-4"], 2, "-k/--k", ">= 1"),
-        (["--iters", "0"], 2, "--iters", ">= 1"),
+        (["-m", "0"], 2, "-m/--m", "in [1, 2147483647]"),
+        (["-k", "-4"], 2, "-k/--k", "in [1, 2147483647]"),
+        (["--iters", "0"], 2, "--iters", "in [1, 1000000]"),
         (["--collective", "all_reduce", "-k", "63"], 2, "-k", "multiple of 2"),
         (["--collective", "all_gather", "-n", "63"], 2, "-n", "multiple of 2"),
         (["--collective", "fused_all_gather_matmul", "-m", "63"], 2, "-m", "multiple of 2"),
@@ -68,6 +68,22 @@ def test_bad_flag_exits_2_with_one_line() -> None:
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "--datatype" in lines[0] and "bf16" in lines[0]
+
+
+def test_failed_variant_fails_the_run(tmp_path: Path) -> None:
+    """A variant that was asked for and could not run (here its allocation overflows) is a failure, not a
+    skip: exit code 1, the reason on stderr, and no log, so that a sweep does not count it as done."""
+    out = tmp_path / "gemm.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_")) and k not in ("RANK",)}
+    env["PYTHONPATH"] = str(ROOT)
+    res = subprocess.run([sys.executable, "-m", "reference", "--collective", "gemm", "-m", "2147483647", "-n",
+                          "2147483647", "-k", "2147483647", "--datatype", "fp32", "--device", "cpu", "--iters", "1",
+                          "--warmup", "0", "--output_file", str(out)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "gemm" in res.stderr and "FAILED (rank 0: RuntimeError" in res.stderr, res.stderr
+    assert "skipped" not in res.stdout + res.stderr
+    assert not out.exists()
 
 
 def test_compare_catches_wrong_results() -> None:

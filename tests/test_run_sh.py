@@ -1,9 +1,12 @@
-"""run.sh argument handling: help, bad or missing flags (no ranks are launched by these)."""
+"""run.sh argument handling: help, bad or missing flags (no ranks are launched by these: one line and exit
+code 2; the reference's own flags are in tests/test_bad_inputs.py), and a run under torchrun."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,9 +47,26 @@ def test_help_lists_collectives_and_flags() -> None:
         (("-n",), "needs a value"),
     ],
 )
-def test_bad_arguments_exit_2_with_usage(args: tuple[str, ...], needle: str) -> None:
+def test_bad_arguments_exit_2_with_one_line(args: tuple[str, ...], needle: str) -> None:
     res = run_sh(*args)
     assert res.returncode == 2
-    assert needle in res.stderr
-    assert "usage: run.sh" in res.stderr
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("run.sh: error: "), res.stderr
+    assert needle in res.stderr and "see run.sh --help" in res.stderr
     assert res.stdout == ""
+
+
+def test_torchrun_gets_the_reference_flags(tmp_path: Path) -> None:
+    """`-l torchrun ... --n 32`: torchrun must not read --n as its own (ambiguous) option; the reference
+    gets it, runs, and leaves no shared-memory file behind."""
+    out, shm = tmp_path / "ar.json", tmp_path / "shm"
+    shm.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "IRIS_OPS_"))}
+    env.update(PYTHON=sys.executable, PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+               OMP_NUM_THREADS="1", IRIS_OPS_SHM_DIR=str(shm), OMPI_MCA_btl_sm_backing_directory=str(shm))
+    res = subprocess.run([str(RUN_SH), "-n", "2", "-l", "torchrun", "-c", "all_reduce", "-m", "16", "--n", "32", "-k",
+                          "16", "--datatype", "fp32", "--iters", "2", "--warmup", "1", "--validate", "--output_file",
+                          str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    rec = json.loads(out.read_text())
+    assert rec["launcher"] == "torchrun" and rec["sizes"]["n"] == 32 and rec["validation"]["passed"]
+    assert sorted(p.name for p in shm.iterdir()) == []
