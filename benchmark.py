@@ -108,18 +108,14 @@ class Run:
         if self.cfg.start_sync == "device":
             self.start_barrier()
 
-    def validate_now(self, what: str, steps: int, launch: Any, poison_each: bool) -> dict[str, Any]:
-        """Run `steps` steps with `launch` (outputs poisoned first; with poison_each, before every step with the
-        host drained between steps), then validate every rank's C and share."""
+    def validate_now(self, what: str, steps: int, launch: Any) -> dict[str, Any]:
+        """Poison the outputs, run `steps` steps with `launch` back to back (nothing between them), then
+        validate every rank's C and share."""
         fx, shmem = self.fx, self.shmem
         fx.poison()
         self.sync()
         shmem.barrier()
-        for i in range(steps):
-            if poison_each and i:
-                self.sync()
-                shmem.barrier()
-                fx.poison()
+        for _ in range(steps):
             launch()
         self.sync()
         shmem.barrier()
@@ -135,13 +131,13 @@ class Run:
 
     def validation(self) -> dict[str, Any]:
         cfg = self.cfg
-        isolated = self.validate_now("isolated", 1, self.fx.step, poison_each=True)
-        b2b = self.validate_now("back to back", max(1, cfg.validate_iters), self.fx.step, poison_each=False)
+        isolated = self.validate_now("isolated", 1, self.fx.step)
+        b2b = self.validate_now("back to back", max(1, cfg.validate_iters), self.fx.step)
         result: dict[str, Any] = {"enabled": True, "passed": isolated["passed"] and b2b["passed"],
                                   "iterations": 1 + b2b["steps"], "ranks": isolated["ranks"],
                                   "back_to_back": {"passed": b2b["passed"], "steps": b2b["steps"]}}
         if self.graph is not None:
-            replays = self.validate_now("graph replays", max(1, cfg.validate_iters), self.graph, poison_each=False)
+            replays = self.validate_now("graph replays", max(1, cfg.validate_iters), self.graph)
             result["graph"] = {"passed": replays["passed"], "steps": replays["steps"]}
             result["passed"] = result["passed"] and replays["passed"]
         if result["passed"]:
@@ -244,7 +240,12 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
     if cfg.benchmark:
         timing, components = r.timing()
     elif not cfg.validate:
-        r.validate_now("one step", 1, fx.step, poison_each=False)
+        r.sync()
+        shmem.barrier()
+        fx.step()
+        r.sync()
+        shmem.barrier()
+        fx.check_errors()
         say(boot, "ran 1 iteration (add --validate and/or --benchmark)")
 
     trace_files: dict[str, str] = {}

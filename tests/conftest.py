@@ -107,3 +107,20 @@ def run_mpi(nprocs: int, script: str | Path, *args: str, timeout: float = 300, c
         what = f"timed out after {timeout:.0f} s" if timed_out else f"exited with {result.returncode}"
         pytest.fail(f"{' '.join(cmd)} {what}; output:\n{result.stdout[-8000:]}", pytrace=False)
     return result
+
+
+def shm_env(folder: Path) -> dict[str, str]:
+    """Put the shared-memory files of a run (the heap's and Open MPI's) in `folder` instead of /dev/shm, so a
+    test can check that nothing is left without seeing other jobs' files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"IRIS_OPS_SHM_DIR": str(folder), "OMPI_MCA_btl_sm_backing_directory": str(folder)}
+
+
+def leftovers(folder: Path, wait_s: float = 3.0) -> list[str]:
+    """What is still in `folder` (given a moment to go: mpirun's daemon removes Open MPI's files last)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = sorted(p.name for p in folder.iterdir())
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import MPI_DIR, REPO_ROOT, on_gpu, run_mpi, skip_unless_ranks
+from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
 
 BENCH = str(REPO_ROOT / "benchmark.py")
 RUN_SH = str(REPO_ROOT / "run.sh")
@@ -151,22 +151,6 @@ CASES: list[Case] = [
     run_sh("-n", "2", "-c", "bogus", flag="-c"),
     run_sh("-n", "2", "-c", flag="-c", also=("needs a value",)),
 ]
-
-
-def shm_env(folder: Path) -> dict[str, str]:
-    """Put the shared-memory files of a run (the heap's and Open MPI's) in `folder` instead of /dev/shm."""
-    folder.mkdir(parents=True, exist_ok=True)
-    return {"IRIS_OPS_SHM_DIR": str(folder), "OMPI_MCA_btl_sm_backing_directory": str(folder)}
-
-
-def leftovers(folder: Path, wait_s: float = 3.0) -> list[str]:
-    """What is still in `folder` (given a moment to go: a launcher cleans up last)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        left = sorted(p.name for p in folder.iterdir())
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.2)
 
 
 def _plain_env(**extra: str) -> dict[str, str]:

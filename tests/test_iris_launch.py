@@ -13,11 +13,10 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import MPI_DIR, REPO_ROOT, on_gpu, run_mpi, skip_unless_ranks
+from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
 
 from iris_ops.backends import shm
 
@@ -31,19 +30,7 @@ def _heap_files(output: str) -> list[Path]:
 
 def _private_shm(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     folder = tmp_path / "shm"
-    folder.mkdir()
-    return folder, {"IRIS_OPS_SHM_DIR": str(folder), "OMPI_MCA_btl_sm_backing_directory": str(folder),
-                    "IRIS_OPS_TIMEOUT_S": str(TIMEOUT_S)}
-
-
-def _left_in(folder: Path, wait_s: float = 3.0) -> list[str]:
-    """Files still in `folder` (given a moment to go: mpirun's daemon removes Open MPI's last)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        left = sorted(p.name for p in folder.iterdir())
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.2)
+    return folder, {**shm_env(folder), "IRIS_OPS_TIMEOUT_S": str(TIMEOUT_S)}
 
 
 def _job_leftovers(files: list[Path]) -> list[Path]:
@@ -87,7 +74,7 @@ def test_clean_job_leaves_no_heap_files(tmp_path: Path) -> None:
     assert result.stdout.count("finished") == 2
     assert not [f for f in files if f.exists()]
     assert not _job_leftovers(files)
-    assert _left_in(folder) == []
+    assert leftovers(folder) == []
 
 
 @pytest.mark.slow
@@ -107,7 +94,7 @@ def test_crashing_rank_fails_the_job_and_leaves_no_heap_files(mode: str, tmp_pat
         assert len(files) == 2, f"both ranks should have created a heap file:\n{result.stdout[-4000:]}"
     assert not [f for f in files if f.exists()], f"left behind: {[f for f in files if f.exists()]}"
     assert not _job_leftovers(files)
-    assert _left_in(folder) == []
+    assert leftovers(folder) == []
 
 
 @pytest.mark.slow
@@ -128,7 +115,7 @@ def test_rank_that_never_arrives_fails_the_others_in_bounded_time(mode: str, tmp
     files = _heap_files(result.stdout)
     assert not [f for f in files if f.exists()]
     assert not _job_leftovers(files)
-    assert _left_in(folder) == []
+    assert leftovers(folder) == []
 
 
 def test_stale_heap_files_are_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -164,6 +151,6 @@ def test_runs_outside_mpirun_leave_no_shared_memory(tmp_path: Path) -> None:
         out = subprocess.run([sys.executable, *args, "--output_file", str(tmp_path / log)], env=env, cwd=tmp_path,
                              capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-        assert _left_in(folder) == [], log
+        assert leftovers(folder) == [], log
         record = json.loads((tmp_path / log).read_text())
         assert record["software"]["mpi_library"] is None  # MPI was not started to ask its version
