@@ -44,7 +44,16 @@ from harness.config import (
     output_path,
     parse_config,
 )
-from harness.timing import HOST_METHOD, LOOP_METHOD, host_us_per_call, queue_ahead, time_iterations, time_loop
+from harness.progress import Progress
+from harness.timing import (
+    HOST_METHOD,
+    LOOP_METHOD,
+    LOOP_REPEATS,
+    host_us_per_call,
+    queue_ahead,
+    time_iterations,
+    time_loop,
+)
 from harness.timing import METHOD as TIMING_METHOD
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
@@ -108,6 +117,11 @@ class Run:
         if self.cfg.start_sync == "device":
             self.start_barrier()
 
+    def progress(self, label: str, total: int) -> Progress:
+        """Progress lines of one long phase (rank 0, unless --quiet)."""
+        cfg = self.cfg
+        return Progress(f"{cfg.algorithm}/{cfg.mode} {label}", total, enabled=self.boot.rank == 0 and not cfg.quiet)
+
     def validate_now(self, what: str, steps: int, launch: Any) -> dict[str, Any]:
         """Poison the outputs, run `steps` steps with `launch` back to back (nothing between them), then
         validate every rank's C and share."""
@@ -115,8 +129,10 @@ class Run:
         fx.poison()
         self.sync()
         shmem.barrier()
-        for _ in range(steps):
+        progress = self.progress(f"validation, {what}: steps launched", steps)
+        for i in range(steps):
             launch()
+            progress.tick(i + 1)
         self.sync()
         shmem.barrier()
         fx.check_errors()
@@ -152,14 +168,15 @@ class Run:
         timed = {"iters": cfg.iters, "warmup": cfg.warmup, "barrier": shmem.barrier, "use_events": fx.on_gpu,
                  "allgather": shmem.allgather, "start_sync": self.start_sync}
         flops_per_rank = 2 * cfg.m * fx.local_n * fx.local_k
-        e2e, kernels = time_iterations(fx.step, **timed)
+        e2e, kernels = time_iterations(fx.step, progress=self.progress("isolated steps", cfg.warmup + cfg.iters),
+                                       **timed)
         fx.check_errors()
         self.start_barrier.check()
         timing = runlog.timing_section(e2e, kernels, flops_per_rank, cfg.iters, cfg.warmup)
         timing["method"] = TIMING_METHOD
         timing["start_sync"] = cfg.start_sync
         # What a model sees: steps back to back, eager and replayed from a CUDA graph; the host's cost per call.
-        loop = time_loop(fx.op, **timed)
+        loop = time_loop(fx.op, progress=self.progress("back-to-back loops", LOOP_REPEATS), **timed)
         timing["loop"] = runlog.summarize_ms(loop)
         timing["loop_ms"] = timing["loop"]["median"]
         timing["loop_method"] = LOOP_METHOD

@@ -95,6 +95,7 @@ class BenchConfig:
     benchmark: bool = False
     trace_tiles: bool = False
     graph: bool = False
+    quiet: bool = False
     output_file: str | None = None
     seed: int = 0
     timeout_s: float = 30.0
@@ -179,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--start_sync", default="device",
       help="how timed iterations start together: device (a device-side barrier of all ranks' streams right "
       "before the start event) or host (a host barrier only; the devices then start up to tens of us apart)")
+    a("--quiet", action="store_true", help="no progress lines on long runs (rank 0 prints one every ~10 s)")
     a("--graph", action="store_true",
       help="also capture one step in a CUDA graph (GPU only): replays are validated and timed back to back")
     a("--trace_tiles", action="store_true",

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from harness.progress import Progress
+
 # ~0.5 ms of device spin (at ~2 GHz) queued before each timed iteration: longer than the host needs
 # to launch any step here, so no step waits on its own launches.
 QUEUE_AHEAD_CYCLES = 1_000_000
@@ -85,6 +87,7 @@ def time_iterations(
     allgather: Callable[[Any], list[Any]] | None = None,
     before_each: Callable[[], None] | None = None,
     start_sync: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
     """Run `step` warmup + iters times; return per-iteration e2e ms and per-kernel ms (timed part only).
 
@@ -108,6 +111,8 @@ def time_iterations(
         with timer.span("__e2e__"):
             step(timer)
         sync()
+        if progress is not None:
+            progress.tick(it + 1)  # after the drain: outside the timed region
         if it < warmup:
             continue
         spans = timer.elapsed_ms()
@@ -149,6 +154,7 @@ def time_loop(
     allgather: Callable[[Any], list[Any]] | None = None,
     start_sync: Callable[[int], None] | None = None,
     repeats: int = LOOP_REPEATS,
+    progress: Progress | None = None,
 ) -> list[float]:
     """ms per step of `iters` steps launched back to back, one figure per repeat (the slowest rank's)."""
     sync = _device_sync if use_events else (lambda: None)
@@ -176,6 +182,8 @@ def time_loop(
                 step()
             ms = (time.perf_counter() - t0) * 1e3
         per_step.append(ms / iters)
+        if progress is not None:
+            progress.tick(rep + 1)  # between loops, never inside one
     sync()
     if allgather is not None:
         everyone = allgather(per_step)

@@ -86,6 +86,7 @@ class RefConfig:
     gather_layout: str = "row_major"
     start_sync: str = "device"
     graph: bool = False
+    quiet: bool = False
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -127,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--gather_layout", default="row_major", choices=GATHER_LAYOUTS,
       help="all_gather: row_major ends with a contiguous M x N C (the gathered [W, M, N/W] blocks are "
       "transposed into it, timed as 'layout'); rank_blocked stops at the [W, M, N/W] buffer")
+    a("--quiet", action="store_true", help="no progress lines on long runs (rank 0 prints one every ~10 s)")
     a("--graph", action="store_true",
       help="also capture one step in a CUDA graph (GPU only) and time its replays back to back")
     a("--start_sync", default="device", choices=START_SYNCS,

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from harness.progress import Progress
 from harness.runlog import new_record, summarize_ms, timing_section
 from harness.timing import (
     HOST_METHOD,
@@ -145,7 +146,8 @@ def run_variant(key: str, world: World, cfg: RefConfig) -> dict[str, Any]:
     timed = {"iters": cfg.iters, "warmup": cfg.warmup, "barrier": world.barrier,
              "use_events": world.device.type == "cuda", "allgather": world.allgather,
              "start_sync": _device_barrier(world) if cfg.start_sync == "device" and w > 1 else None}
-    e2e, kernels = time_iterations(prepared.step, **timed)
+    progress = Progress(f"{key} isolated steps", cfg.iters + cfg.warmup, enabled=world.rank == 0 and not cfg.quiet)
+    e2e, kernels = time_iterations(prepared.step, progress=progress, **timed)
     timing = timing_section(e2e, kernels, sizes["flops_per_rank"], cfg.iters, cfg.warmup)
     timing["method"] = TIMING_METHOD
     timing["start_sync"] = cfg.start_sync

@@ -1,0 +1,31 @@
+"""Progress lines for long runs: "<label>: 120/300 (40%), 12 s" on stderr, at most one every few seconds.
+
+Only rank 0 prints, and only between iterations (after the device was drained), never inside a timed
+region; `--quiet` turns it off.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    def __init__(self, label: str, total: int, *, enabled: bool = True, every_s: float = 10.0) -> None:
+        self.label = label
+        self.total = total
+        self.enabled = enabled and total > 0
+        self.every_s = every_s
+        self.start = time.monotonic()
+        self.last = self.start
+
+    def tick(self, done: int) -> None:
+        """Report `done` of `total` if enough time has passed since the last line (or the start)."""
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < self.every_s:
+            return
+        self.last = now
+        print(f"{self.label}: {done}/{self.total} ({100 * done // self.total}%), {now - self.start:.0f} s",
+              file=sys.stderr, flush=True)
