@@ -245,15 +245,17 @@ class OverlapOp:
                 for launch in group:
                     launch()
             return
-        cur = self._current_stream()
-        self._fork.record(cur)
-        self.comm_stream.wait_event(self._fork)  # type: ignore[union-attr]
+        # torch.cuda.Event's record/wait without their Python wrappers (this is the per-step host path).
+        cur, comm = self._current_stream(), self.comm_stream
+        event = torch._C._CudaEventBase
+        event.record(self._fork, cur)
+        event.wait(self._fork, comm)
         for _, group in step.main:
             for launch in group:
-                launch()
-        step.side(self.comm_stream)
-        self._join.record(self.comm_stream)
-        cur.wait_event(self._join)
+                launch(cur)
+        step.side(comm)
+        event.record(self._join, comm)
+        event.wait(self._join, cur)
 
     def _current_stream(self) -> torch.cuda.Stream:
         """The current stream as a torch object, made again only when the current stream changes."""
