@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from harness.checks import TOLERANCE
-from iris_ops.tiles import tile_coords_host
+from stream_k.tiles import tile_coords_host
 
 
 def reference_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from iris_ops.all_reduce import all_reduce_push_epilogue, all_reduce_tile
-from iris_ops.all_scatter import all_scatter_push_epilogue, all_scatter_tile
-from iris_ops.one_shot import one_shot_publish_epilogue, one_shot_tile
+from overlap.communication.all_reduce import all_reduce_push_epilogue, all_reduce_tile
+from overlap.communication.all_scatter import all_scatter_push_epilogue, all_scatter_tile
+from overlap.communication.one_shot import one_shot_publish_epilogue, one_shot_tile
 from stream_k.kernel import store_and_signal
 
 

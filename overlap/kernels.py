@@ -5,7 +5,7 @@ program has all of its ranks' loads in flight at once.
 
 `overlap_kernel` is the one kernel every mode launches for the GEMM: programs 0..gemm_programs-1
 run `stream_k.kernel.streamk_program`; programs from gemm_programs on run
-`iris_ops.comm_loop.comm_program` (workgroup specialisation by program id). With no
+`overlap.communication.comm_loop.comm_program` (workgroup specialisation by program id). With no
 communication programs it is the plain GEMM (bulk_sync, two_streams). With COMM_AFTER_GEMM the
 GEMM programs join the communication once their own GEMM work is done, claiming tiles from the
 same counter as the communication programs, so the last wave's tiles are moved by many programs
@@ -47,8 +47,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.comm_loop import comm_program
 from iris_ops.device import ERR_PEER_READY, notify, record_error, wait_local
+from overlap.communication.comm_loop import comm_program
 from stream_k.kernel import streamk_program
 
 EPOCH = 0
@@ -159,7 +159,7 @@ def overlap_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     sk_tiles, max_spins,
     heap_bases, cur_rank, world_size: tl.constexpr,
-    # communication (iris_ops.comm_loop.comm_program's arguments; the source is the GEMM's C)
+    # communication (overlap.communication.comm_loop.comm_program's arguments; the source is the GEMM's C)
     DST, stride_dm, stride_dn, COMM_TRACE, CTRL, claim_rotate, zero_programs,
     gemm_programs, comm_programs, step_programs,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,

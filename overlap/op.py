@@ -36,7 +36,6 @@ import torch
 
 from iris_ops import Iris, decode_error
 from iris_ops.device import ARCH
-from iris_ops.tiles import num_tiles
 from overlap.algorithms import ALGORITHMS, Algorithm
 from overlap.defaults import MODES, default_comm_sms, default_sk_rounds
 from overlap.kernels import announce_kernel, comm_kernel, control_words, overlap_kernel, zero_and_announce_kernel
@@ -44,6 +43,7 @@ from overlap.launch import BoundLaunch
 from stream_k import KernelConfig, StreamKGemm, plan_streamk
 from stream_k.configs import default_config
 from stream_k.gemm import DTYPES, dtype_name, output_dtype
+from stream_k.tiles import num_tiles
 
 INTERPRETED = ARCH == 0
 _ALIGN = 1024

@@ -36,7 +36,7 @@ env_info() {
 
 gemm_bench() {
   stamp "gemm: Stream-K vs cuBLAS on one GPU $*"
-  timeout "${GEMM_TIMEOUT:-150}" python3 -m stream_k.bench --output_dir "$WORK/gemm" "$@" 2>&1 \
+  timeout "${GEMM_TIMEOUT:-150}" python3 -m harness.gemm_bench --output_dir "$WORK/gemm" "$@" 2>&1 \
     | tee -a "$WORK/gemm.txt" | tail -n 16
 }
 
@@ -64,7 +64,7 @@ reference() {
 
 micro() {
   stamp "micro-benchmark: remote read/write bandwidth, flag round trip"
-  mpi_args; timeout "${MICRO_TIMEOUT:-120}" "${MPI[@]}" python3 -m iris_ops.microbench --output_file "$WORK/microbench.json" \
+  mpi_args; timeout "${MICRO_TIMEOUT:-120}" "${MPI[@]}" python3 -m harness.microbench --output_file "$WORK/microbench.json" \
     "$@" 2>&1 | tee -a "$WORK/micro.txt" | tail -n 12
 }
 

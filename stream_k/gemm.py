@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from harness.dtypes import DATATYPES as DTYPES
-from harness.dtypes import output_dtype
 from iris_ops.device import decode_error, default_timer_kind, spin_budget
 from stream_k.configs import KernelConfig, current_arch, default_config
+from stream_k.dtypes import DATATYPES as DTYPES
+from stream_k.dtypes import output_dtype
 from stream_k.kernel import store_and_signal, streamk_gemm_kernel
 from stream_k.plan import StreamKPlan, plan_streamk
 

@@ -70,7 +70,7 @@ from iris_ops.device import (
     wait_bulk_stores,
     wait_local,
 )
-from iris_ops.tiles import tile_coords
+from stream_k.tiles import tile_coords
 
 _ERR_FIXUP: tl.constexpr = tl.constexpr(ERR_STREAMK_FIXUP)
 _INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")

@@ -42,7 +42,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from iris_ops.tiles import tile_coords_host as tile_coords  # noqa: F401  (re-exported)
+from stream_k.tiles import tile_coords_host as tile_coords  # noqa: F401  (re-exported)
 
 SCHEDULES = ("hybrid", "dp", "sk")
 

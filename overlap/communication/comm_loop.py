@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from iris_ops.device import read_timer, record_error, wait_local
-from iris_ops.tiles import tile_coords
+from stream_k.tiles import tile_coords
 
 
 @triton.jit

@@ -13,8 +13,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.comm_loop import subtile_offsets
 from iris_ops.device import translate
+from overlap.communication.comm_loop import subtile_offsets
 
 
 @triton.jit
