@@ -85,6 +85,7 @@ class OverlapFixture:
         op = self.op
         bad = float("nan") if op.out_dtype.is_floating_point else -(2**31) + 7
         op.c.fill_(bad)
+        op.heap_c.fill_(bad)  # the wide C of unaligned all_scatter (else C's padded storage)
         if op.partial is not None:
             op.partial.fill_(bad)
 

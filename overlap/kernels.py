@@ -206,7 +206,7 @@ def overlap_kernel(
         _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, GEMM_SCOPE)
     else:
         c = pid - gemm_programs
-        _start_comm(c, DST, M * N, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
+        _start_comm(c, DST, M * stride_dm, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
                     ZERO_C, ANNOUNCE, WAITS_ARRIVED)
         comm_program(
             c, comm_programs, pid,
@@ -233,7 +233,7 @@ def comm_kernel(
     claim = CTRL + _CLAIM
     if not CLAIM_TILES:
         claim = None
-    _start_comm(pid, DST, M * N, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
+    _start_comm(pid, DST, M * stride_dm, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
                 ZERO_C, ANNOUNCE, WAITS_ARRIVED)
     comm_program(
         pid, tl.num_programs(0), pid,

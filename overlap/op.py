@@ -17,9 +17,17 @@ stream between two steps may read or write C. A step can be captured in a CUDA g
 (`torch.cuda.graph`) after one eager call, and replayed.
 
 A and B may be the op's own buffers (`op.a`, `op.b`: write your data into them, no copy is made)
-or any tensors of the right shape, dtype, device and row-major layout (16-byte aligned rows); the
-launch arguments for a pair of input buffers are bound once and reused while the same buffers come
-back, so a step costs the host one or two kernel launches.
+or any tensors of the right shape, dtype and device; the launch arguments for a pair of input
+buffers are bound once and reused while the same buffers come back, so a step costs the host one or
+two kernel launches. A tensor whose rows are not row-major with a stride that is a multiple of 16
+elements is copied into the op's own buffer first (one device copy, queued on the current stream).
+
+Any shape the split allows runs on the fast paths. A buffer whose row length is not a multiple of 16
+elements gets a padded row stride (the next multiple of 64; `stream_k.layout.padded_cols`), so that TMA descriptors
+and vector loads stay legal: `op.a`, `op.b` and, for all_reduce and one_shot, C are then views with
+`stride(0) > shape[1]`. all_scatter with N/W not a multiple of 16 gives each rank's columns a padded
+block in a wider heap buffer (`op.heap_c`) and copies them into a contiguous `op.c` at the end of
+the step (one device copy of C).
 
 Shards, for W ranks and rank r (the algorithm's split):
     all_reduce, one_shot   A[:, r*K/W:(r+1)*K/W] (M x K/W) and B[r*K/W:(r+1)*K/W, :] (K/W x N); C = A @ B
@@ -43,10 +51,20 @@ from overlap.launch import BoundLaunch
 from stream_k import KernelConfig, StreamKGemm, plan_streamk
 from stream_k.configs import default_config
 from stream_k.gemm import DTYPES, dtype_name, output_dtype
+from stream_k.layout import aligned_rows, padded_cols, padded_zeros
 from stream_k.tiles import num_tiles
 
 INTERPRETED = ARCH == 0
 _ALIGN = 1024
+
+
+def c_layout(alg: Algorithm, m: int, n: int, world: int) -> tuple[int, int]:
+    """(columns of the heap buffer that holds C, column block of each rank in it): all_scatter whose N/W is
+    not a multiple of 16 gets one padded block per rank ("wide C"); otherwise C's row stride is padded."""
+    local_n = alg.local_n(n, world)
+    if alg.split == "n" and padded_cols(local_n) != local_n:
+        return world * padded_cols(local_n), padded_cols(local_n)
+    return padded_cols(n), local_n
 
 
 @dataclass(frozen=True)
@@ -106,9 +124,9 @@ def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
         return max(_ALIGN, -(-x // _ALIGN) * _ALIGN)
 
     tiles = num_tiles(cfg.m, alg.local_n(cfg.n, world_size), kernel.BLK_M, kernel.BLK_N)
-    mn = up(cfg.m * cfg.n * out_elem)
+    mn = up(cfg.m * c_layout(alg, cfg.m, cfg.n, world_size)[0] * out_elem)
     total = mn + up(tiles * alg.ready_sources(world_size) * 4) + up(control_words(world_size) * 4)
-    return total + (mn if alg.partial_buffer else 0)
+    return total + (up(cfg.m * padded_cols(cfg.n) * out_elem) if alg.partial_buffer else 0)
 
 
 @dataclass
@@ -120,6 +138,7 @@ class _Step:
     main: list[tuple[str, list[BoundLaunch]]] = field(default_factory=list)
     side: BoundLaunch | None = None  # two_streams on a GPU: the communication kernel
     side_name: str = "comm"
+    post: list[Any] = field(default_factory=list)  # queued on the current stream last (wide C -> C)
 
     def launches(self) -> list[BoundLaunch]:
         out = [*self.pre, *(x for _, group in self.main for x in group)]
@@ -154,20 +173,23 @@ class OverlapOp:
         self.mode = cfg.mode
         self.sequential = cfg.mode == "fused_sequential"
 
-        # This rank's input buffers (a plain device allocation: only this rank reads them).
-        self.a = torch.zeros((M, self.local_k), dtype=self.dtype, device=self.device)
-        self.b = torch.zeros((self.local_k, self.local_n), dtype=self.dtype, device=self.device)
+        # This rank's input buffers (a plain device allocation: only this rank reads them), rows padded.
+        self.a = padded_zeros(M, self.local_k, self.dtype, self.device)
+        self.b = padded_zeros(self.local_k, self.local_n, self.dtype, self.device)
         # Heap buffers (every rank allocates the same sequence, so offsets match).
         need = heap_bytes(cfg, W)
         free = shmem.free_bytes
         if need > free:
             raise MemoryError(f"OverlapOp needs {need} B of symmetric heap per rank; {free} B are free")
-        self.c = shmem.zeros(M, N, dtype=self.out_dtype)
-        self.partial = shmem.zeros(M, N, dtype=self.out_dtype) if alg.partial_buffer else None
+        c_cols, block = c_layout(alg, M, N, W)
+        self.heap_c = shmem.zeros(M, c_cols, dtype=self.out_dtype)  # C, or the wide C of unaligned all_scatter
+        self.wide_c = block != self.local_n
+        self.c = torch.zeros((M, N), dtype=self.out_dtype, device=self.device) if self.wide_c else self.heap_c[:, :N]
+        self.partial = shmem.zeros(M, padded_cols(N), dtype=self.out_dtype)[:, :N] if alg.partial_buffer else None
         self.tiles = num_tiles(M, self.local_n, kc.BLK_M, kc.BLK_N)
         self.ready = shmem.zeros(self.tiles * alg.ready_sources(W), dtype=torch.int32)
         self.ctrl = shmem.zeros(control_words(W), dtype=torch.int32)
-        self.gemm_out = self.c[:, r * self.local_n:(r + 1) * self.local_n] if alg.split == "n" else self.partial
+        self.gemm_out = self.heap_c[:, r * block:r * block + self.local_n] if alg.split == "n" else self.partial
         self.errors = torch.zeros(1, dtype=torch.int32, device=self.device)
         self.gemm_trace: torch.Tensor | None = None
         self.comm_trace: torch.Tensor | None = None
@@ -211,8 +233,17 @@ class OverlapOp:
 
     def __call__(self, a: torch.Tensor | None = None, b: torch.Tensor | None = None) -> torch.Tensor:
         """Queue one step on the current stream; returns C (the op's buffer). Collective: every rank calls it."""
-        self._run(self._step_for("step", a, b))
+        self._run(self._step_for("step", self._in_place(a, "a"), self._in_place(b, "b")))
         return self.c
+
+    def _in_place(self, t: torch.Tensor | None, name: str) -> torch.Tensor | None:
+        """`t` itself when the kernels can read it as it is; else its copy in the op's own (padded) buffer."""
+        if t is None or (isinstance(t, torch.Tensor) and aligned_rows(t)):
+            return t
+        self._check_input(name, t)
+        own = self.a if name == "a" else self.b
+        own.copy_(t)
+        return own
 
     def step(self, timer: Any = None, *, traced: bool = False) -> None:
         """One step on the op's own input buffers; with `timer` (harness.timing.StepTimer) each kernel
@@ -244,6 +275,8 @@ class OverlapOp:
             for _, group in step.main:
                 for launch in group:
                     launch()
+            for action in step.post:
+                action()
             return
         # torch.cuda.Event's record/wait without their Python wrappers (this is the per-step host path).
         cur, comm = self._current_stream(), self.comm_stream
@@ -256,6 +289,8 @@ class OverlapOp:
         step.side(comm)
         event.record(self._join, comm)
         event.wait(self._join, cur)
+        for action in step.post:
+            action()
 
     def _current_stream(self) -> torch.cuda.Stream:
         """The current stream as a torch object, made again only when the current stream changes."""
@@ -280,28 +315,33 @@ class OverlapOp:
             with timer.span(step.side_name, self.comm_stream):
                 step.side()
             cur.wait_stream(self.comm_stream)  # type: ignore[arg-type]
-            return
-        for name, group in step.main:
-            with timer.span(name):
-                for launch in group:
-                    launch()
+        else:
+            for name, group in step.main:
+                with timer.span(name):
+                    for launch in group:
+                        launch()
+        if step.post:
+            with timer.span("compact"):
+                for action in step.post:
+                    action()
 
     # ---- checks -----------------------------------------------------------------------------------
 
     def _check_inputs(self, a: torch.Tensor, b: torch.Tensor) -> None:
-        for name, t, shape in (("a", a, (self.cfg.m, self.local_k)), ("b", b, (self.local_k, self.local_n))):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError(f"OverlapOp: {name} must be a torch.Tensor; got {type(t).__name__}")
-            if tuple(t.shape) != shape:
-                raise ValueError(f"OverlapOp: {name} must have shape {shape} (this rank's shard of "
-                                 f"{self.cfg.algorithm}); got {tuple(t.shape)}")
-            if t.dtype != self.dtype:
-                raise ValueError(f"OverlapOp: {name} must be {self.dtype}; got {t.dtype}")
-            if t.device != self.device:
-                raise ValueError(f"OverlapOp: {name} must be on {self.device}; got {t.device}")
-            if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
-                raise ValueError(f"OverlapOp: {name} must be row-major with 16-byte aligned rows and start; got "
-                                 f"strides {t.stride()} at address {t.data_ptr():#x}")
+        self._check_input("a", a)
+        self._check_input("b", b)
+
+    def _check_input(self, name: str, t: Any) -> None:
+        shape = (self.cfg.m, self.local_k) if name == "a" else (self.local_k, self.local_n)
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"OverlapOp: {name} must be a torch.Tensor; got {type(t).__name__}")
+        if tuple(t.shape) != shape:
+            raise ValueError(f"OverlapOp: {name} must have shape {shape} (this rank's shard of "
+                             f"{self.cfg.algorithm}); got {tuple(t.shape)}")
+        if t.dtype != self.dtype:
+            raise ValueError(f"OverlapOp: {name} must be {self.dtype}; got {t.dtype}")
+        if t.device != self.device:
+            raise ValueError(f"OverlapOp: {name} must be on {self.device}; got {t.device}")
 
     def check_errors(self) -> None:
         """Raise if a wait of any step so far gave up (synchronises); the op is then unusable until reset()."""
@@ -360,8 +400,8 @@ class OverlapOp:
     def _zero_programs(self, programs: int) -> int:
         if not self.alg.zeroes_c or programs == 0:
             return 0
-        if not self.c.is_contiguous() or self.c.numel() >= 2**31:
-            raise ValueError("in-kernel zeroing needs a contiguous C of fewer than 2**31 elements")
+        if self.heap_c.numel() >= 2**31:
+            raise ValueError("in-kernel zeroing needs a C of fewer than 2**31 elements (padded rows included)")
         return 1 if INTERPRETED else programs
 
     def _gemm_launch(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, comm_programs: int = 0,
@@ -434,7 +474,7 @@ class OverlapOp:
         else:  # fused_sequential
             if alg.zeroes_c:
                 step.pre = [BoundLaunch(zero_and_announce_kernel, 1 if INTERPRETED else T,
-                                        {"C": self.c, "n_elems": self.c.numel(), "CTRL": self.ctrl,
+                                        {"C": self.heap_c, "n_elems": self.heap_c.numel(), "CTRL": self.ctrl,
                                          "heap_bases": self.shmem.get_heap_bases(), "cur_rank": self.rank,
                                          "world_size": self.world}, {"num_warps": 4})]
             if alg.push_epilogue is not None:  # the epilogue moves every tile
@@ -447,6 +487,10 @@ class OverlapOp:
                 # later one, so there the reduce phase is a second launch over as many programs.
                 step.main = [("fused", [self._gemm_launch(main, a, b, step_programs=2 * T, traced=traced),
                                         self._comm_launch(T, claim=True, step_programs=2 * T, traced=traced)])]
+        if self.wide_c:  # each rank's padded column block of the heap buffer -> the contiguous C
+            M, W, n = cfg.m, self.world, self.local_n
+            src, dst = self.heap_c.view(M, W, -1)[:, :, :n], self.c.view(M, W, n)
+            step.post = [lambda: dst.copy_(src)]
         return step
 
     def _step_for(self, kind: str, a: torch.Tensor | None, b: torch.Tensor | None) -> _Step:

@@ -68,6 +68,18 @@ def test_c_poisoned_between_steps_is_rewritten() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("user_tensors", [False, True])
+def test_unaligned_shape_right_on_two_ranks(user_tensors: bool) -> None:
+    """40 x 72 x 56 on 2 ranks: the K/2 = 28 columns of A, N = 72 of C and all_scatter's N/2 = 36 columns are
+    not multiples of 16, so A, B and C get padded rows and all_scatter a wide C; every algorithm x mode
+    right back to back, with C poisoned between steps; with user_tensors, contiguous (unaligned) shards are
+    passed to every call and copied in."""
+    args = ["--steps", "3", "--poison_between", "--m", "40", "--n", "72", "--k", "56"]
+    result = run_mpi(2, B2B, *args, *(["--user_tensors"] if user_tensors else []), timeout=600)
+    check_b2b_output(result.stdout, 2, 3)
+
+
+@pytest.mark.slow
 def test_op_api_on_two_ranks() -> None:
     """Bad arguments raise one error naming a or b and leave the op usable; reuse with own and user tensors;
     two ops interleaved on one heap; OverlapConfig validation; a step with an absent peer raises from
@@ -98,6 +110,20 @@ def test_readme_example_runs_on_two_ranks() -> None:
 
 
 # ---- in this process --------------------------------------------------------------------------------
+
+def test_padded_layout_rules() -> None:
+    from overlap.algorithms import ALGORITHMS as RECORDS
+    from overlap.op import c_layout
+    from stream_k.layout import padded_cols
+
+    assert [padded_cols(x) for x in (16, 4096, 28, 1250, 1500, 64, 65)] == [16, 4096, 64, 1280, 1536, 64, 128]
+    assert c_layout(RECORDS["all_scatter"], 1000, 3000, 2) == (2 * 1536, 1536)  # N/2 = 1500: wide C
+    assert c_layout(RECORDS["all_scatter"], 64, 8192, 2) == (8192, 4096)
+    assert c_layout(RECORDS["all_reduce"], 1000, 3000, 2) == (3008, 3000)  # padded row stride, no blocks
+    wide = heap_bytes(OverlapConfig("all_scatter", 1000, 3000, 2500, "bf16", kernel=CPU_KERNEL), 2)
+    assert wide >= 1000 * 2 * 1536 * 2
+
+
 
 CPU_KERNEL = KernelConfig(BLK_M=16, BLK_N=16, BLK_K=16, num_stages=1, num_warps=4)
 

@@ -1,0 +1,32 @@
+"""Row layouts the GEMM's fast paths accept: TMA descriptors need 16-byte aligned rows, and Triton
+vectorizes loads only when it can prove a row stride a multiple of 16 elements (it specializes integer
+arguments divisible by 16). A matrix whose row length is not such a multiple gets a padded row stride."""
+
+from __future__ import annotations
+
+import torch
+
+
+def padded_cols(cols: int) -> int:
+    """The row stride (elements) for `cols` columns: `cols` when a multiple of 16, else the next multiple of 64."""
+    return cols if cols % 16 == 0 else -(-cols // 64) * 64
+
+
+def aligned_rows(t: torch.Tensor) -> bool:
+    """Whether a 2-D tensor can be read in place on the fast paths: row-major, row stride a multiple of 16
+    elements, 16-byte aligned start."""
+    return t.stride(1) == 1 and t.stride(0) % 16 == 0 and t.data_ptr() % 16 == 0
+
+
+def padded_zeros(rows: int, cols: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """A rows x cols view of zeros whose row stride is padded_cols(cols)."""
+    return torch.zeros((rows, padded_cols(cols)), dtype=dtype, device=device)[:, :cols]
+
+
+def padded_copy(t: torch.Tensor) -> torch.Tensor:
+    """`t` itself when aligned_rows(t), else a copy with padded rows."""
+    if aligned_rows(t):
+        return t
+    out = padded_zeros(t.shape[0], t.shape[1], t.dtype, t.device)
+    out.copy_(t)
+    return out
