@@ -43,6 +43,7 @@ from harness.config import (
     expand_sweep,
     output_path,
     parse_config,
+    tuning_configs,
 )
 from harness.progress import Progress
 from harness.timing import (
@@ -220,7 +221,8 @@ class Run:
         return timing, components
 
 
-def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) -> int:
+def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) -> tuple[int, dict[str, Any]]:
+    """One configuration: validate and/or time it, write its log. Returns (exit status, its timing section)."""
     from harness.timing import CapturedStep
 
     r = Run(cfg, boot, shmem)
@@ -232,6 +234,8 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
     say(boot, f"{cfg.algorithm} / {cfg.mode}: {cfg.m}x{cfg.n}x{cfg.k} {cfg.datatype}, world {W}, "
               f"gemm_sms {cfg.gemm_sms} of {cfg.total_sms}, tiles {fx.tiles} "
               f"({cfg.BLK_M}x{cfg.BLK_N}x{cfg.BLK_K}), backend {shmem.backend_name}")
+    if cfg.plan.get("planned"):
+        say(boot, f"planned ({cfg.plan['source']}): {', '.join(cfg.plan['planned'])} -> {cfg.plan['choice']}")
     if cfg.debug:
         print(f"[rank {boot.rank}] {fx.info()}", flush=True)
     if not fx.on_gpu and cfg.algorithm == "all_reduce" and cfg.datatype == "fp16" and W > 1:
@@ -285,7 +289,33 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
         path = write_record(record, output_file)
         print(f"log: {path}", flush=True)
     shmem.barrier()
-    return status
+    timing["validated"] = bool(validation.get("passed"))
+    return status, timing
+
+
+def store_tuning(configs: list[BenchConfig], timings: list[dict[str, Any]], boot: Bootstrap,
+                 facts: DeviceFacts) -> int:
+    """--tune: the fastest validated candidate (back-to-back loop median) goes into the tuning cache (rank 0)."""
+    from harness.config import planned_fields, planner_target
+    from overlap.planner import Candidate, Problem, TuningCache
+
+    tried = [{"choice": c.plan["choice"], "predicted_ms": c.plan.get("predicted_ms"),
+              "loop_ms": t.get("loop_ms"), "validated": t.get("validated")} for c, t in zip(configs, timings)]
+    good = [(t["loop_ms"], i) for i, t in enumerate(timings) if t.get("validated") and t.get("loop_ms")]
+    if not good:
+        say(boot, "tune: no candidate validated; the tuning cache is left as it was")
+        return 1
+    ms, best = min(good)
+    cfg = configs[best]
+    for row in tried:
+        say(boot, f"tune: {row['choice']}: {row['loop_ms']} ms/step back to back (model {row['predicted_ms']} ms)"
+                  f"{'' if row['validated'] else ' NOT VALIDATED'}")
+    if boot.rank == 0:
+        cache = TuningCache(cfg.tuning_cache)
+        problem = Problem(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, boot.world_size)
+        cache.store(problem, planner_target(facts), Candidate(**planned_fields(cfg)), ms, tried)
+        print(f"tune: stored {cfg.plan['choice']} ({ms:.4f} ms/step) in {cache.path}", flush=True)
+    return 0
 
 
 def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync: Any,
@@ -348,6 +378,11 @@ def main(argv: list[str] | None = None) -> int:
         backend = check_environment()
         facts = device_facts(boot)
         configs = [parse_config(a, facts, boot.world_size) for a in expand_sweep(argv)]
+        tuning = any(cfg.tune for cfg in configs)
+        if tuning:
+            if len(configs) > 1:
+                raise ConfigError("--tune", "tunes one problem at a time: give no comma lists with it")
+            configs = tuning_configs(configs[0], facts, boot.world_size)
         for cfg in configs:
             fill_heap_size(cfg, boot.world_size)
         check_heap(max(configs, key=lambda c: c.heap_size), facts, backend, boot.local_size)
@@ -370,8 +405,13 @@ def main(argv: list[str] | None = None) -> int:
 
         shmem = iris_ops.iris(max(cfg.heap_size for cfg in configs))
         status = 0
+        timings = []
         for cfg, output_file in zip(configs, outputs):
-            status = max(status, run(cfg, boot, shmem, output_file))
+            code, timing = run(cfg, boot, shmem, output_file)
+            status = max(status, code)
+            timings.append(timing)
+        if tuning:
+            status = max(status, store_tuning(configs, timings, boot, facts))
         return status
     except Exception as exc:  # a kernel error or a lost rank: fail this rank, and the job, without hanging
         print(f"benchmark.py: rank {boot.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -27,12 +27,13 @@ from harness.checks import (
 )
 from harness.dtypes import DATATYPES
 from harness.timing import START_SYNCS
-from overlap.defaults import MODES, default_comm_sms, default_sk_rounds
+from overlap.planner import AUTO, MODES
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
 ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
 MODE_HELP = {
+    "auto": "the planner's choice for this problem and device (overlap/planner.py; a --tune result if cached)",
     "bulk_sync": "GEMM on all SMs, then communication on all SMs (the baseline schedule)",
     "two_streams": "GEMM kernel on --gemm_sms SMs and communication kernel on the rest, on two streams",
     "fused": "one kernel; programs < --gemm_sms do GEMM tiles, the others communication tiles",
@@ -40,15 +41,15 @@ MODE_HELP = {
     "from its epilogue (one_shot: publishes, then reduces after its GEMM work)",
 }
 
-# Small default problem for the CPU interpreter (the GPU default is the issue's 8192^3).
-CPU_DEFAULTS = {"m": 64, "n": 64, "k": 64, "BLK_M": 32, "BLK_N": 32, "BLK_K": 16, "total_sms": 4, "gemm_sms": 2,
-                "COMMUNICATION_TILE_M": 16, "COMMUNICATION_TILE_N": 32, "num_stages": 1, "num_warps": 4,
-                "iters": 3, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp16"}
-GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "BLK_M": 128, "BLK_N": 256, "BLK_K": 64,
-                "COMMUNICATION_TILE_M": 128, "COMMUNICATION_TILE_N": 256,  # a whole tile per step: measured
-                # on 2 x H200, one_shot's communication alone took 0.46-0.54 ms with 128 x 256 steps and
-                # 1.2 ms with 64 x 256 (more bytes in flight per program). "num_stages": 3, "num_warps": 8,
-                "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
+# The problem and run defaults. Everything that shapes the kernels (mode, SM split, tiles, stages, warps, TMA,
+# Stream-K rounds, communication tile) is the planner's (overlap/planner.py) unless given.
+CPU_DEFAULTS = {"m": 64, "n": 64, "k": 64, "iters": 3, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp16"}
+GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
+# Flags the planner fills when unset, and the OverlapConfig field each one is part of.
+PLANNED_FLAGS = {"mode": "mode", "total_sms": "total_sms", "gemm_sms": "gemm_sms", "sk_rounds": "sk_rounds",
+                 "COMMUNICATION_TILE_M": "comm_tile_m", "COMMUNICATION_TILE_N": "comm_tile_n",
+                 "BLK_M": "kernel", "BLK_N": "kernel", "BLK_K": "kernel", "num_stages": "kernel",
+                 "num_warps": "kernel", "tma": "kernel"}
 
 
 @dataclass
@@ -66,7 +67,7 @@ class DeviceFacts:
 @dataclass
 class BenchConfig:
     algorithm: str = "one_shot"
-    mode: str = "fused"
+    mode: str = AUTO
     m: int = 8192
     n: int = 8192
     k: int = 8192
@@ -106,8 +107,12 @@ class BenchConfig:
     sk_first: bool = False
     sk_rounds: int = 1
     use_tma: bool = False  # resolved from `tma` and the device
-    # Filled in by parse_config: which values came from device defaults rather than the command line.
+    # Filled in by parse_config: which values came from device defaults rather than the command line, and
+    # the planner's account of the values it chose ({"source", "planned", "choice", "predicted_ms", ...}).
     defaulted: list[str] = field(default_factory=list)
+    plan: dict[str, Any] = field(default_factory=dict)
+    tune: int = 0  # --tune N: measure the planner's N best candidates, store the winner
+    tuning_cache: str | None = None
     cpu_small_default: bool = False
 
     @property
@@ -128,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a = p.add_argument
     a("--algorithm", default="one_shot", help=f"one of {', '.join(ALGORITHMS)}")
-    a("--mode", default="fused", help="; ".join(f"{k}: {v}" for k, v in MODE_HELP.items()))
+    a("--mode", default=AUTO, help="; ".join(f"{k}: {v}" for k, v in MODE_HELP.items()))
     dim = int_in(1, MAX_DIM)
     a("-m", type=dim, default=None, help="rows of A and C (default: 8192 on a GPU, 64 on the CPU)")
     a("-n", type=dim, default=None, help="columns of B and C")
@@ -186,18 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("--trace_tiles", action="store_true",
       help="record per-tile timestamps; writes a timeline JSON and a Perfetto trace")
     a("--output_file", default=None, help="JSON log path (rank 0 writes it)")
+    a("--tune", type=int_in(0, 16), nargs="?", const=4, default=0,
+      help="measure the planner's best N candidates (default 4) for the flags left unset, validated and timed back "
+      "to back, and store the fastest in the tuning cache, which later runs without those flags read")
+    a("--tuning_cache", default=None,
+      help="the tuning cache file (default: $STREAMK_PGAS_TUNING_CACHE, else ~/.cache/streamk-pgas/tuning.json)")
     return p
-
-
-def _kernel_defaults(datatype: str, on_cpu: bool) -> dict[str, int]:
-    """Tile sizes, stages and warps for this dtype from stream_k's defaults (one place chooses them)."""
-    if on_cpu:
-        return {"BLK_K": 32} if datatype == "int8" else {}
-    from stream_k.configs import default_config
-
-    k = default_config(datatype)
-    return {"BLK_M": k.BLK_M, "BLK_N": k.BLK_N, "BLK_K": k.BLK_K, "num_stages": k.num_stages,
-            "num_warps": k.num_warps, "COMMUNICATION_TILE_M": k.BLK_M, "COMMUNICATION_TILE_N": k.BLK_N}
 
 
 SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N", "--start_sync",
@@ -273,24 +272,18 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
     on_cpu = device.backend == "cpu"
     defaults = dict(CPU_DEFAULTS if on_cpu else GPU_DEFAULTS)
     values = vars(ns)
-    datatype = values.get("datatype") or defaults["datatype"]
-    if datatype in DATATYPES:
-        defaults.update(_kernel_defaults(datatype, on_cpu))
     cfg = BenchConfig()
     defaulted = []
     for f in dataclasses.fields(cfg):
-        if f.name in ("defaulted", "cpu_small_default", "use_tma"):
+        if f.name in ("defaulted", "cpu_small_default", "use_tma", "plan"):
             continue
         v = values.get(f.name)
         if v is None:
             if f.name in defaults:
                 v = defaults[f.name]
                 defaulted.append(f.name)
-            elif f.name == "total_sms":
-                v = device.sm_count
-                defaulted.append(f.name)
-            elif f.name in ("gemm_sms", "sk_rounds"):
-                continue  # derived below
+            elif f.name in PLANNED_FLAGS:
+                continue  # planned below
             else:
                 v = getattr(cfg, f.name)
         setattr(cfg, f.name, v)
@@ -304,19 +297,100 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
         where = device.name or device.backend
         raise ConfigError("--tma", f"on needs an NVIDIA GPU of compute capability 9.0+ (this is {where}); "
                           "use auto or off")
-    cfg.use_tma = tma_capable if cfg.tma == "auto" else cfg.tma == "on"
-    if values.get("sk_rounds") is None:
-        cfg.sk_rounds = default_sk_rounds(cfg.algorithm, cfg.mode, on_cpu)
-        defaulted.append("sk_rounds")
-    if values.get("gemm_sms") is None:
-        comm = default_comm_sms(cfg.algorithm, cfg.total_sms, not on_cpu)
-        cfg.gemm_sms = max(1, cfg.total_sms - comm)
-        defaulted.append("gemm_sms")
+    if cfg.algorithm in ALGORITHMS and cfg.datatype in DATATYPES and cfg.mode in (*MODES, AUTO):
+        apply_plan(cfg, values, device, world_size, defaulted)
     cfg.defaulted = defaulted
     cfg.cpu_small_default = on_cpu and all(x in defaulted for x in ("m", "n", "k"))
     check_config(cfg, device, world_size)
     output_path(cfg.output_file, cfg, several=False)  # a template with a bad field is refused here
     return cfg
+
+
+def planner_target(device: DeviceFacts) -> Any:
+    from overlap.planner import Target
+    from stream_k.configs import current_arch
+
+    if device.backend == "cpu":
+        return Target("interpreter", "interpreter", device.sm_count, False)
+    arch = f"sm{device.capability}" if device.backend == "cuda" else current_arch()
+    return Target(device.name or device.backend, arch, device.sm_count, device.backend == "cuda" and
+                  device.capability >= 90)
+
+
+def fixed_from_flags(cfg: BenchConfig, values: dict[str, Any], target: Any) -> dict[str, Any]:
+    """The OverlapConfig fields the command line fixes (a kernel field given fixes the whole GEMM config, the
+    planner's default tile with the given parts replaced)."""
+    from stream_k.configs import default_config
+
+    given = {name for name in PLANNED_FLAGS if values.get(name) not in (None, AUTO)}
+    fixed: dict[str, Any] = {}
+    for name in ("mode", "total_sms", "gemm_sms", "sk_rounds"):
+        if name in given:
+            fixed[name] = values[name]
+    if "COMMUNICATION_TILE_M" in given:
+        fixed["comm_tile_m"] = values["COMMUNICATION_TILE_M"]
+    if "COMMUNICATION_TILE_N" in given:
+        fixed["comm_tile_n"] = values["COMMUNICATION_TILE_N"]
+    kernel_flags = [n for n in ("BLK_M", "BLK_N", "BLK_K", "num_stages", "num_warps") if n in given]
+    if kernel_flags or cfg.tma != "auto":
+        base = default_config(cfg.datatype, target.arch).replace(tma=target.tma)
+        fixed["kernel"] = base.replace(**{n: values[n] for n in kernel_flags},
+                                       **({} if cfg.tma == "auto" else {"tma": cfg.tma == "on"}))
+    return fixed
+
+
+def apply_plan(cfg: BenchConfig, values: dict[str, Any], device: DeviceFacts, world_size: int,
+               defaulted: list[str]) -> None:
+    """Fill every flag left unset from the planner (overlap/planner.py), and record what it chose."""
+    from overlap.planner import Problem, TuningCache, plan
+
+    target = planner_target(device)
+    fixed = fixed_from_flags(cfg, values, target)
+    problem = Problem(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, world_size)
+    chosen = plan(problem, target, fixed, TuningCache(cfg.tuning_cache))
+    c = chosen.choice
+    k = c.kernel
+    cfg.mode, cfg.total_sms, cfg.gemm_sms, cfg.sk_rounds = c.mode, c.total_sms, c.gemm_sms, c.sk_rounds
+    cfg.COMMUNICATION_TILE_M, cfg.COMMUNICATION_TILE_N = c.comm_tile_m, c.comm_tile_n
+    cfg.BLK_M, cfg.BLK_N, cfg.BLK_K = k.BLK_M, k.BLK_N, k.BLK_K
+    cfg.num_stages, cfg.num_warps = k.num_stages, k.num_warps
+    cfg.use_tma = k.tma
+    cfg.plan = chosen.as_dict()
+    defaulted.extend(name for name in PLANNED_FLAGS if values.get(name) in (None, AUTO) and name not in defaulted)
+
+
+def planned_fields(cfg: BenchConfig) -> dict[str, Any]:
+    """The config's values of the planner's fields (overlap.planner.PLANNED_FIELDS)."""
+    from stream_k.configs import KernelConfig
+
+    return {"mode": cfg.mode, "total_sms": cfg.total_sms, "gemm_sms": cfg.gemm_sms, "sk_rounds": cfg.sk_rounds,
+            "comm_tile_m": cfg.COMMUNICATION_TILE_M, "comm_tile_n": cfg.COMMUNICATION_TILE_N,
+            "kernel": KernelConfig(cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, cfg.num_stages, cfg.num_warps, tma=cfg.use_tma)}
+
+
+def tuning_configs(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> list[BenchConfig]:
+    """--tune N: one config per candidate the planner would measure (the given flags fixed), each validated and
+    timed; benchmark.py stores the fastest in the tuning cache."""
+    from overlap.planner import Problem, tune_candidates
+
+    target = planner_target(device)
+    planned = set(cfg.plan.get("planned", []))
+    fixed = {name: v for name, v in planned_fields(cfg).items() if name not in planned}
+    problem = Problem(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, world_size)
+    out = []
+    for cand in tune_candidates(problem, target, fixed, cfg.tune):
+        c = dataclasses.replace(cfg, defaulted=list(cfg.defaulted))
+        k = cand.kernel
+        c.mode, c.total_sms, c.gemm_sms, c.sk_rounds = cand.mode, cand.total_sms, cand.gemm_sms, cand.sk_rounds
+        c.COMMUNICATION_TILE_M, c.COMMUNICATION_TILE_N = cand.comm_tile_m, cand.comm_tile_n
+        c.BLK_M, c.BLK_N, c.BLK_K, c.num_stages, c.num_warps, c.use_tma = (k.BLK_M, k.BLK_N, k.BLK_K, k.num_stages,
+                                                                          k.num_warps, k.tma)
+        c.plan = {**cfg.plan, "source": "tune candidate", "choice": cand.describe(),
+                  "predicted_ms": round(cand.predicted_ms, 4)}
+        c.validate = c.benchmark = True
+        check_config(c, device, world_size)
+        out.append(c)
+    return out
 
 
 def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None:
@@ -364,6 +438,8 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
         raise ConfigError("--gsize_m", f"must be >= 1, got {cfg.gsize_m}")
     from stream_k.plan import MAX_SK_ROUNDS
 
+    if cfg.mode == AUTO:
+        raise ConfigError("--mode", "auto was not resolved (the planner needs a valid --algorithm and --datatype)")
     if not 1 <= cfg.sk_rounds <= MAX_SK_ROUNDS:
         raise ConfigError("--sk_rounds", f"must be in 1..{MAX_SK_ROUNDS}, got {cfg.sk_rounds}")
     if cfg.validate_iters < 1:

@@ -20,8 +20,8 @@ import triton.language as tl
 
 import iris_ops.device as device
 from overlap.algorithms import ALGORITHMS
-from overlap.defaults import MODES
 from overlap.kernels import comm_kernel, overlap_kernel
+from overlap.planner import MODES
 from stream_k.aot import compile_for_target
 from stream_k.configs import default_config
 

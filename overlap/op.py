@@ -45,11 +45,10 @@ import torch
 from iris_ops import Iris, decode_error
 from iris_ops.device import ARCH
 from overlap.algorithms import ALGORITHMS, Algorithm
-from overlap.defaults import MODES, default_comm_sms, default_sk_rounds
 from overlap.kernels import announce_kernel, comm_kernel, control_words, overlap_kernel, zero_and_announce_kernel
 from overlap.launch import BoundLaunch
+from overlap.planner import AUTO, MODES, PLANNED_FIELDS, Problem, Target, TuningCache, plan
 from stream_k import KernelConfig, StreamKGemm, plan_streamk
-from stream_k.configs import default_config
 from stream_k.gemm import DTYPES, dtype_name, output_dtype
 from stream_k.layout import aligned_rows, padded_cols, padded_zeros
 from stream_k.tiles import num_tiles
@@ -76,10 +75,10 @@ class OverlapConfig:
     n: int
     k: int
     datatype: str = "bf16"
-    mode: str = "fused"
+    mode: str = AUTO  # a mode, or "auto": the planner's choice
     total_sms: int | None = None  # programs in all (the device's SM count)
     gemm_sms: int | None = None  # programs doing GEMM work; the rest communicate
-    kernel: KernelConfig | None = None  # GEMM tile, stages, warps, TMA (default_config for the device)
+    kernel: KernelConfig | None = None  # GEMM tile, stages, warps, TMA
     comm_tile_m: int | None = None  # the block a communication step moves (a whole GEMM tile)
     comm_tile_n: int | None = None
     comm_threads: int = 256  # threads per program of the separate communication kernel
@@ -89,41 +88,34 @@ class OverlapConfig:
     sk_rounds: int | None = None
     gemm_joins_comm: bool = True
     timeout_s: float = 30.0
+    # Filled by resolve: what the planner chose ({"source", "planned", "choice", ...}); not part of equality.
+    plan_info: dict[str, Any] | None = field(default=None, compare=False)
 
-    def resolve(self, device: torch.device) -> OverlapConfig:
-        """A copy with every default filled in for `device` (the interpreter on the CPU)."""
+    def resolve(self, device: torch.device, world_size: int = 1, cache: TuningCache | None = None) -> OverlapConfig:
+        """A copy with every None field (and mode "auto") filled in by the planner (overlap.planner) for this
+        problem on `device` (the interpreter on the CPU); the fields given are kept."""
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {self.algorithm!r}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
-        on_gpu = device.type == "cuda"
-        total = self.total_sms
-        if total is None:
-            total = torch.cuda.get_device_properties(device).multi_processor_count if on_gpu else 4
-        gemm = self.gemm_sms if self.gemm_sms is not None else max(1, total - default_comm_sms(self.algorithm, total,
-                                                                                              on_gpu))
-        kernel = self.kernel
-        if kernel is None:
-            kernel = default_config(dtype_name(self.datatype))
-            if on_gpu and torch.version.hip is None and torch.cuda.get_device_capability(device)[0] >= 9:
-                kernel = kernel.replace(tma=True)
-        rounds = self.sk_rounds if self.sk_rounds is not None else default_sk_rounds(self.algorithm, self.mode,
-                                                                                     not on_gpu)
-        return dataclasses.replace(self, total_sms=total, gemm_sms=gemm, kernel=kernel, sk_rounds=rounds,
-                                   comm_tile_m=self.comm_tile_m or kernel.BLK_M,
-                                   comm_tile_n=self.comm_tile_n or kernel.BLK_N)
+        if self.mode not in (*MODES, AUTO):
+            raise ValueError(f"mode must be one of {', '.join(MODES)} or {AUTO}; got {self.mode!r}")
+        if self.plan_info is not None:
+            return self
+        fixed = {name: getattr(self, name) for name in PLANNED_FIELDS}
+        problem = Problem(self.algorithm, self.m, self.n, self.k, dtype_name(self.datatype), world_size)
+        chosen = plan(problem, Target.of(device), fixed, cache if cache is not None else TuningCache())
+        return dataclasses.replace(self, **chosen.choice.fields(), plan_info=chosen.as_dict())
 
 
 def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
     """Bytes of symmetric heap one op allocates on each rank."""
     alg = ALGORITHMS[cfg.algorithm]
-    kernel = cfg.kernel or default_config(dtype_name(cfg.datatype))
+    blk_m, blk_n = (cfg.kernel.BLK_M, cfg.kernel.BLK_N) if cfg.kernel else (16, 16)  # unplanned: an upper bound
     out_elem = torch.empty((), dtype=output_dtype(cfg.datatype)).element_size()
 
     def up(x: int) -> int:
         return max(_ALIGN, -(-x // _ALIGN) * _ALIGN)
 
-    tiles = num_tiles(cfg.m, alg.local_n(cfg.n, world_size), kernel.BLK_M, kernel.BLK_N)
+    tiles = num_tiles(cfg.m, alg.local_n(cfg.n, world_size), blk_m, blk_n)
     mn = up(cfg.m * c_layout(alg, cfg.m, cfg.n, world_size)[0] * out_elem)
     total = mn + up(tiles * alg.ready_sources(world_size) * 4) + up(control_words(world_size) * 4)
     return total + (up(cfg.m * padded_cols(cfg.n) * out_elem) if alg.partial_buffer else 0)
@@ -154,7 +146,7 @@ class OverlapOp:
         self.world = shmem.get_num_ranks()
         self.device = shmem.get_device()
         self.on_gpu = self.device.type == "cuda"
-        cfg = cfg.resolve(self.device)
+        cfg = cfg.resolve(self.device, self.world)
         self.cfg = cfg
         self.alg: Algorithm = ALGORITHMS[cfg.algorithm]
         self.dtype = DTYPES[dtype_name(cfg.datatype)]
@@ -219,7 +211,7 @@ class OverlapOp:
 
     @classmethod
     def create(cls, shmem: Iris, algorithm: str, m: int, n: int, k: int, datatype: str = "bf16",
-               mode: str = "fused", **options: Any) -> OverlapOp:
+               mode: str = AUTO, **options: Any) -> OverlapOp:
         """An op with the defaults for this device; `options` set OverlapConfig fields."""
         return cls(OverlapConfig(algorithm, m, n, k, datatype, mode, **options), shmem)
 

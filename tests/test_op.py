@@ -17,8 +17,8 @@ import torch
 from conftest import MPI_DIR, REPO_ROOT, on_gpu, run_mpi, skip_unless_ranks
 
 import iris_ops
-from overlap.defaults import MODES
 from overlap.op import OverlapConfig, OverlapOp, heap_bytes
+from overlap.planner import MODES
 from stream_k import KernelConfig
 
 B2B = str(MPI_DIR / "op_back_to_back.py")

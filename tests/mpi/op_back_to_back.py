@@ -24,8 +24,8 @@ import time
 import torch
 
 import iris_ops
-from overlap.defaults import MODES
 from overlap.op import OverlapOp
+from overlap.planner import MODES
 from stream_k import KernelConfig
 
 ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
