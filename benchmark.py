@@ -363,6 +363,17 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
     return files
 
 
+def distinct(configs: list[BenchConfig]) -> list[BenchConfig]:
+    """The sweep's configs without repeats (e.g. `--mode auto,fused` where the planner chose fused)."""
+    seen, out = set(), []
+    for cfg in configs:
+        key = repr({k: v for k, v in cfg.as_flags().items() if k not in ("plan", "defaulted")})
+        if key not in seen:
+            seen.add(key)
+            out.append(cfg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # MPI start-up first (bounded by IRIS_OPS_TIMEOUT_S, or its default while the value is refused below):
@@ -378,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         backend = check_environment()
         facts = device_facts(boot)
         configs = [parse_config(a, facts, boot.world_size) for a in expand_sweep(argv)]
+        configs = distinct(configs)
         tuning = any(cfg.tune for cfg in configs)
         if tuning:
             if len(configs) > 1:
