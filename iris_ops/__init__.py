@@ -7,7 +7,8 @@
 
 Host helpers as Iris has them: do_bench, memset_tensor, logger, set_logger_level, DEBUG/INFO/WARNING/ERROR.
 
-Backends: CUDA IPC (NVIDIA), HIP IPC (AMD), POSIX shared memory (CPU, with TRITON_INTERPRET=1).
+Backends: CUDA IPC (NVIDIA), HIP IPC (AMD), POSIX shared memory (CPU, with TRITON_INTERPRET=1), torch
+symmetric memory (IRIS_OPS_BACKEND=symm, NVIDIA; never chosen automatically).
 """
 
 from iris_ops.device import (

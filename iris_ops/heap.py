@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from iris_ops.backends import HeapBackend, choose_backend, make_backend
-from iris_ops.bootstrap import Bootstrap, get_bootstrap
+from iris_ops.bootstrap import Bootstrap, get_bootstrap, launched_by, timeout_from_env
 
 ALIGNMENT = 1024
 
@@ -97,6 +97,17 @@ class Iris:
             raise ValueError(f"heap_size must be positive, got {heap_size}")
         heap_size = math.ceil(heap_size / ALIGNMENT) * ALIGNMENT
         self.backend_name = choose_backend(backend)
+        if self.backend_name == "symm":
+            from iris_ops.backends.torch_symm import symm_problem
+
+            problem = symm_problem()
+            if problem:
+                raise RuntimeError(problem)
+            if launched_by() == "torchrun":
+                # torchrun's bootstrap would make a gloo default group; torch symmetric memory gets NCCL's
+                from iris_ops.backends.torch_symm import init_default_group_from_env
+
+                init_default_group_from_env(timeout_from_env())
         self.bootstrap: Bootstrap = get_bootstrap()
         self.cur_rank = self.bootstrap.rank
         self.num_ranks = self.bootstrap.world_size
@@ -110,7 +121,7 @@ class Iris:
                 )
         job_id = self.bootstrap.broadcast(uuid.uuid4().hex[:12] if self.cur_rank == 0 else None)
         self._backend: HeapBackend = make_backend(
-            self.backend_name, self.cur_rank, self.bootstrap.local_rank, job_id
+            self.backend_name, self.cur_rank, self.bootstrap.local_rank, job_id, bootstrap=self.bootstrap
         )
         self.device = self._backend.device
         self.gpu_id = self.device.index if self.device.type == "cuda" else None
@@ -216,9 +227,10 @@ class Iris:
         if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)
                                  or not 0 <= rank < self.num_ranks):
             raise ValueError(f"wall_clock_rate: rank must be an int in [0, {self.num_ranks}); got {rank!r}")
-        if self.backend_name == "cuda":
+        hip_gpu = self.backend_name == "hip" or (self.backend_name == "symm" and getattr(torch.version, "hip", None))
+        if self.backend_name in ("cuda", "symm") and not hip_gpu:
             return 1_000_000  # %globaltimer counts nanoseconds
-        if self.backend_name == "hip":
+        if hip_gpu:
             index = self.device.index if rank is None else rank % max(1, torch.cuda.device_count())
             try:
                 from hip import hip

@@ -3,8 +3,9 @@
 In this process (a world of one): the factory and constructor defaults, Iris's logging (`log`, `log_stats`,
 `log_debug`, and `debug/info/warning/error` through the logger), `do_bench`'s call sequence and statistics
 (on a fake clock, so the numbers are exact, and on the real one), `memset_tensor`, `deallocate`,
-`allocate`, `wall_clock_rate(rank)`, `barrier(stream)`. On 2 ranks under mpirun (tests/mpi/iris_host_api.py):
-which rank prints what, do_bench's barriers and preambles ordering the ranks, memset_tensor seen by the peer, broadcast,
+`allocate`, `wall_clock_rate(rank)`, `barrier(stream)`, and the symm backend's choice and its error on a machine
+that cannot run it. On 2 ranks under mpirun (tests/mpi/iris_host_api.py): which rank prints what, do_bench's
+barriers and preambles ordering the ranks, memset_tensor seen by the peer, broadcast,
 wall_clock_rate per rank; and an Iris-style program (tests/mpi/iris_style_atomic_add.py) unchanged but
 for its import. Nothing may be left in the shared-memory folder afterwards.
 """
@@ -14,16 +15,20 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from conftest import MPI_DIR, leftovers, run_mpi, shm_env, skip_unless_ranks
+from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
 
 import iris_ops as iris
 import iris_ops.heap
+from iris_ops.backends import BACKENDS, choose_backend, torch_symm
 
 # Every public host name an Iris program of mid-2025 reaches through `import iris`.
 IRIS_MODULE_NAMES = ("iris", "Iris", "do_bench", "memset_tensor", "logger", "set_logger_level",
@@ -340,6 +345,59 @@ def test_memset_tensor_refuses_what_iris_refuses(shmem: iris.Iris) -> None:
         iris.memset_tensor(shmem.zeros(4, 4, dtype=torch.int32).t(), 1)
     with pytest.raises(ValueError, match="fits in int32"):
         iris.memset_tensor(shmem.zeros(4, dtype=torch.int32), 1 << 31)
+
+
+# ------------------------------------------------------------------------------------------------
+# The symm backend: chosen by name only, and a one-line error where it cannot run
+
+
+def test_symm_backend_is_chosen_by_name_or_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "symm" in BACKENDS
+    assert choose_backend("symm") == "symm" and choose_backend("SYMM") == "symm"
+    monkeypatch.setenv("IRIS_OPS_BACKEND", "symm")
+    assert choose_backend() == "symm"
+    monkeypatch.setenv("IRIS_OPS_BACKEND", "auto")
+    assert choose_backend() != "symm", "auto never picks torch symmetric memory"
+    with pytest.raises(ValueError, match="must be one of auto, shm, cuda, hip, symm"):
+        choose_backend("nvshmem")
+
+
+@pytest.mark.skipif(on_gpu(), reason="the error is for machines without a CUDA GPU")
+def test_symm_backend_without_a_gpu_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(RuntimeError) as info:
+        iris.iris(1 << 20, backend="symm")
+    msg = str(info.value)
+    assert msg.startswith("IRIS_OPS_BACKEND=symm needs a CUDA GPU with torch symmetric memory") and "\n" not in msg
+    assert not torch.cuda.is_initialized()
+    # From the environment, in a fresh process without the interpreter: the reason is the missing GPU.
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(IRIS_OPS_BACKEND="symm", PYTHONPATH=str(REPO_ROOT))
+    proc = subprocess.run([sys.executable, "-c", "import iris_ops; iris_ops.iris(1 << 20)"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (f"RuntimeError: IRIS_OPS_BACKEND=symm needs a CUDA GPU with torch symmetric memory; "
+                    f"torch {torch.__version__} sees no GPU"), proc.stderr[-2000:]
+
+
+class FakeHandle:
+    def __init__(self, ptrs: list[int], size: int) -> None:
+        self.buffer_ptrs = ptrs
+        self.buffer_size = size
+
+
+def test_symm_peer_bases_come_from_the_handle() -> None:
+    heap = torch.zeros(4096, dtype=torch.uint8)
+    me = heap.data_ptr()
+    peers = [0x7000_0000_0000, me, 0x7100_0000_0000]
+    assert torch_symm.peer_heap_bases(FakeHandle(peers, 4096), heap, 1, 3) == peers
+    # torch's pool may place the heap inside a larger buffer: the same offset applies on every peer
+    inside = [p - 1024 for p in peers]
+    assert torch_symm.peer_heap_bases(FakeHandle(inside, 8192), heap, 1, 3) == [p + 1024 for p in inside]
+    with pytest.raises(RuntimeError, match="not inside this rank's symmetric buffer"):
+        torch_symm.peer_heap_bases(FakeHandle(inside, 4096), heap, 1, 3)
+    with pytest.raises(RuntimeError, match="2 peer buffers, expected 3"):
+        torch_symm.peer_heap_bases(FakeHandle(peers[:2], 4096), heap, 1, 3)
 
 
 # ------------------------------------------------------------------------------------------------
