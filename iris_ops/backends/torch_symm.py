@@ -41,7 +41,9 @@ def symm_problem() -> str | None:
         return f"{NEEDS}; TRITON_INTERPRET=1 runs kernels on the CPU (use IRIS_OPS_BACKEND=shm there)"
     if not torch.cuda.is_available():
         return f"{NEEDS}; torch {torch.__version__} sees no GPU"
-    if not torch.distributed.is_available():
+    import torch.distributed as dist
+
+    if not dist.is_available():
         return f"{NEEDS}; torch {torch.__version__} was built without torch.distributed"
     try:
         import torch.distributed._symmetric_memory as symm_mem
