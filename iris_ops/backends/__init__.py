@@ -3,6 +3,8 @@
 - `shm`: POSIX shared memory files, for the CPU and Triton's interpreter.
 - `cuda_ipc`: CUDA IPC handles through cuda-python (imported only when chosen).
 - `hip_ipc`: HIP IPC handles through hip-python (imported only when chosen).
+- `torch_symm` (`symm`): torch's symmetric memory (torch.distributed._symmetric_memory), on the
+  world process group, which it starts if nobody has (imported only when chosen; never automatic).
 
 `choose_backend` picks one: the `backend` argument, else IRIS_OPS_BACKEND, else the interpreter
 or a machine without a GPU -> shm, a ROCm torch -> hip, otherwise cuda.
@@ -15,7 +17,7 @@ from typing import Any, Protocol
 
 import torch
 
-BACKENDS = ("shm", "cuda", "hip")
+BACKENDS = ("shm", "cuda", "hip", "symm")
 
 
 class HeapBackend(Protocol):
@@ -49,7 +51,8 @@ def choose_backend(requested: str | None = None) -> str:
     return name
 
 
-def make_backend(name: str, rank: int, local_rank: int, job_id: str) -> HeapBackend:
+def make_backend(name: str, rank: int, local_rank: int, job_id: str, bootstrap: Any = None) -> HeapBackend:
+    """The backend called `name` for this rank (`bootstrap`, the world's host side, is needed by symm only)."""
     if name == "shm":
         from iris_ops.backends.shm import ShmBackend
 
@@ -62,4 +65,12 @@ def make_backend(name: str, rank: int, local_rank: int, job_id: str) -> HeapBack
         from iris_ops.backends.hip_ipc import HipIpcBackend
 
         return HipIpcBackend(local_rank)
+    if name == "symm":
+        from iris_ops.backends.torch_symm import TorchSymmBackend
+
+        if bootstrap is None:
+            from iris_ops.bootstrap import get_bootstrap
+
+            bootstrap = get_bootstrap()
+        return TorchSymmBackend(local_rank, bootstrap)
     raise ValueError(f"unknown heap backend {name!r}")
