@@ -492,7 +492,7 @@ def check_environment() -> str:
     except ValueError:
         raise ConfigError("IRIS_OPS_BACKEND", f"must be one of auto, {', '.join(BACKENDS)}, "
                           f"got {os.environ.get('IRIS_OPS_BACKEND')!r}") from None
-    if backend in ("cuda", "hip"):
+    if backend in ("cuda", "hip", "symm"):
         import torch
 
         if not torch.cuda.is_available():
