@@ -174,7 +174,7 @@ def overlap_kernel(
     GEMM_WAITS_ARRIVED: tl.constexpr, WAITS_ARRIVED: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr,
     PEER_SYNC: tl.constexpr, GEMM_SCOPE: tl.constexpr,
     GATHER_A: tl.constexpr = False, GEMM_GATHERS: tl.constexpr = False, GEMM_WAITS_A: tl.constexpr = False,
-    GATHER_KB: tl.constexpr = 64,
+    GATHER_RM: tl.constexpr = 32, GATHER_KB: tl.constexpr = 64,
 ):
     pid = tl.program_id(0)
     e = _step_epoch(CTRL)
@@ -197,7 +197,7 @@ def overlap_kernel(
             _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
         if GEMM_GATHERS:  # fused_sequential all_gather_gemm: push this program's share of A, then compute
             gather_program(gpid, gemm_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
-                           A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_KB)
+                           A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_RM, GATHER_KB)
         streamk_program(
             gpid, gemm_programs,
             A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
@@ -228,7 +228,7 @@ def overlap_kernel(
                     ZERO_C, ANNOUNCE, WAITS_ARRIVED)
         if GATHER_A:
             gather_program(c, comm_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
-                           A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_KB)
+                           A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_RM, GATHER_KB)
         else:
             comm_program(
                 c, comm_programs, pid,
@@ -250,7 +250,7 @@ def comm_kernel(
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr, CLAIM_TILES: tl.constexpr,
     WAITS_ARRIVED: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr, PEER_SYNC: tl.constexpr,
     c_elems, K=0, A_LOCAL=None, stride_lm=0, stride_lk=0, AG=None, stride_gm=0, stride_gk=0, A_READY=None,
-    GATHER_A: tl.constexpr = False, GATHER_KB: tl.constexpr = 64,
+    GATHER_A: tl.constexpr = False, GATHER_RM: tl.constexpr = 32, GATHER_KB: tl.constexpr = 64,
 ):
     pid = tl.program_id(0)
     e = _step_epoch(CTRL)
@@ -261,7 +261,7 @@ def comm_kernel(
                 ZERO_C, ANNOUNCE, WAITS_ARRIVED)
     if GATHER_A:
         gather_program(pid, tl.num_programs(0), A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
-                       A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_KB)
+                       A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_RM, GATHER_KB)
     else:
         comm_program(
             pid, tl.num_programs(0), pid,

@@ -393,7 +393,8 @@ class OverlapOp:
         ag = self.ag
         return {"A_LOCAL": a, "stride_lm": a.stride(0), "stride_lk": a.stride(1), "AG": ag,
                 "stride_gm": ag.stride(0) if ag is not None else 0, "stride_gk": ag.stride(1) if ag is not None else 0,
-                "A_READY": self.a_ready, "GATHER_KB": self.cfg.comm_tile_n}
+                "A_READY": self.a_ready, "GATHER_RM": min(self.cfg.kernel.BLK_M, 32),
+                "GATHER_KB": min(self.cfg.comm_tile_n, 128)}
 
     def _zero_programs(self, programs: int) -> int:
         if not self.alg.zeroes_c or programs == 0:

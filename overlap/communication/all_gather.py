@@ -25,7 +25,7 @@ from iris_ops.device import notify, translate
 @triton.jit
 def gather_program(pid, num_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
                    A_READY, e, heap_bases, cur_rank, world_size: tl.constexpr,
-                   BLK_M: tl.constexpr, KB: tl.constexpr):
+                   BLK_M: tl.constexpr, RM: tl.constexpr, KB: tl.constexpr):
     """Push this rank's shard of A (A_LOCAL, M/W x K) into slot (W - i) % W of rank (cur_rank + i)'s AG,
     piece by piece (pieces pid, pid + num_programs, ...), releasing each piece's A_READY word."""
     a_rows = M // world_size
@@ -41,15 +41,16 @@ def gather_program(pid, num_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, s
         lo = tl.maximum(rb * BLK_M, slot_lo)
         hi = tl.minimum(rb * BLK_M + BLK_M, slot_lo + a_rows)
         if lo < hi:
-            rows = rb * BLK_M + tl.arange(0, BLK_M)
-            rmask = (rows >= lo) & (rows < hi)
-            src_rows = tl.where(rmask, rows - slot_lo, 0)
-            for k0 in range(0, K, KB):
-                rk = k0 + tl.arange(0, KB)
-                mask = rmask[:, None] & (rk < K)[None, :]
-                vals = tl.load(A_LOCAL + src_rows[:, None] * stride_lm + rk[None, :] * stride_lk, mask=mask)
-                dst = AG + rows[:, None] * stride_gm + rk[None, :] * stride_gk
-                tl.store(translate(dst, cur_rank, dest, heap_bases), vals, mask=mask)
+            for r0 in range(lo, hi, RM):  # in RM x KB blocks: few registers beside a GEMM program's
+                rows = r0 + tl.arange(0, RM)
+                rmask = rows < hi
+                src_rows = tl.where(rmask, rows - slot_lo, 0)
+                for k0 in range(0, K, KB):
+                    rk = k0 + tl.arange(0, KB)
+                    mask = rmask[:, None] & (rk < K)[None, :]
+                    vals = tl.load(A_LOCAL + src_rows[:, None] * stride_lm + rk[None, :] * stride_lk, mask=mask)
+                    dst = AG + rows[:, None] * stride_gm + rk[None, :] * stride_gk
+                    tl.store(translate(dst, cur_rank, dest, heap_bases), vals, mask=mask)
             notify(A_READY + slot * n_rb + rb, e, cur_rank, dest, heap_bases, "sys")
 
 
