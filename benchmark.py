@@ -238,7 +238,7 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
         say(boot, f"planned ({cfg.plan['source']}): {', '.join(cfg.plan['planned'])} -> {cfg.plan['choice']}")
     if cfg.debug:
         print(f"[rank {boot.rank}] {fx.info()}", flush=True)
-    if not fx.on_gpu and cfg.algorithm == "all_reduce" and cfg.datatype == "fp16" and W > 1:
+    if not fx.on_gpu and fx.op.alg.zeroes_c and cfg.datatype == "fp16" and W > 1:
         say(boot, "note: Triton's CPU interpreter adds fp16 under a lock of its own process, so atomic adds from "
                   "several ranks can lose updates here; use --datatype fp32 on the CPU")
     if cfg.graph:
@@ -285,7 +285,10 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
                             extra={"components": components, "resources": fx.resource_usage(),
                                    "gemm": fx.info(), "trace_files": trace_files,
                                    "launcher": boot.launcher, "heap_backend": shmem.backend_name,
-                                   "cpu_small_default": cfg.cpu_small_default})
+                                   "cpu_small_default": cfg.cpu_small_default,
+                                   # SMs whose programs do nothing but communicate (fused_sequential: 0, the
+                                   # GEMM programs move the data; bulk_sync: all, after the GEMM)
+                                   "comm_sms": fx.op.comm_programs})
         path = write_record(record, output_file)
         print(f"log: {path}", flush=True)
     shmem.barrier()

@@ -31,7 +31,7 @@ from overlap.planner import AUTO, MODES
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
-ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
+ALGORITHMS = ("all_reduce", "all_scatter", "one_shot", "all_gather_gemm", "gemm_reduce_scatter")
 MODE_HELP = {
     "auto": "the planner's choice for this problem and device (overlap/planner.py; a --tune result if cached)",
     "bulk_sync": "GEMM on all SMs, then communication on all SMs (the baseline schedule)",
@@ -406,14 +406,20 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
     for flag, v in (("-m", cfg.m), ("-n", cfg.n), ("-k", cfg.k)):
         if v < 1:
             raise ConfigError(flag, f"must be >= 1, got {v}")
-    if cfg.algorithm in ("all_reduce", "one_shot") and cfg.k % world_size:
+    from overlap.algorithms import ALGORITHMS as RECORDS
+
+    rec = RECORDS[cfg.algorithm]
+    if rec.split == "k" and cfg.k % world_size:
         raise ConfigError("-k", f"{cfg.algorithm} splits K over {world_size} ranks: must be a multiple of "
                           f"{world_size}, got {cfg.k}")
-    if cfg.algorithm == "all_scatter" and cfg.n % world_size:
-        raise ConfigError("-n", f"all_scatter splits N over {world_size} ranks: must be a multiple of "
+    if rec.split == "n" and cfg.n % world_size:
+        raise ConfigError("-n", f"{cfg.algorithm} splits N over {world_size} ranks: must be a multiple of "
                           f"{world_size}, got {cfg.n}")
-    local_k = cfg.k // world_size if cfg.algorithm in ("all_reduce", "one_shot") else cfg.k
-    local_n = cfg.n // world_size if cfg.algorithm == "all_scatter" else cfg.n
+    if rec.splits_m() and cfg.m % world_size:
+        raise ConfigError("-m", f"{cfg.algorithm} splits M over {world_size} ranks: must be a multiple of "
+                          f"{world_size}, got {cfg.m}")
+    local_k = rec.local_k(cfg.k, world_size)
+    local_n = rec.local_n(cfg.n, world_size)
     for name, rows, cols in (("A", cfg.m, local_k), ("B", local_k, local_n), ("C", cfg.m, cfg.n)):
         if rows * cols > MAX_ELEMENTS:
             raise ConfigError("-m/-n/-k", f"{name} of each rank would be {rows} x {cols} = {rows * cols} elements; "
@@ -469,8 +475,8 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
         raise ConfigError("--BLK_M/--BLK_N/--BLK_K/--num_stages",
                           f"tiles need ~{smem} B of shared memory per program, the device has "
                           f"{device.shared_mem_per_program} B: use smaller blocks or fewer stages")
-    if device.backend == "cpu" and cfg.algorithm == "all_reduce" and cfg.datatype == "bf16":
-        raise ConfigError("--datatype", "all_reduce adds bf16 tiles atomically, which Triton's CPU interpreter "
+    if device.backend == "cpu" and rec.zeroes_c and cfg.datatype == "bf16":
+        raise ConfigError("--datatype", f"{cfg.algorithm} adds bf16 tiles atomically, which Triton's CPU interpreter "
                           "cannot do: use fp32 or fp16 on the CPU (bf16 runs on GPUs)")
     if cfg.heap_size < 1 << 20:
         raise ConfigError("--heap_size", f"must be at least 1 MiB, got {cfg.heap_size}")

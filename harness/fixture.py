@@ -52,7 +52,10 @@ class OverlapFixture:
         self.a_full = random_inputs((cfg.m, cfg.k), cfg.datatype, gen, op.device)
         self.b_full = random_inputs((cfg.k, cfg.n), cfg.datatype, gen, op.device)
         r = op.rank
-        if op.alg.split == "n":
+        if op.alg.gathers_a:  # A row-sharded, B column-sharded
+            op.a.copy_(self.a_full[r * op.local_m:(r + 1) * op.local_m, :])
+            op.b.copy_(self.b_full[:, r * self.local_n:(r + 1) * self.local_n])
+        elif op.alg.split == "n":
             op.a.copy_(self.a_full)
             op.b.copy_(self.b_full[:, r * self.local_n:(r + 1) * self.local_n])
         else:
@@ -90,16 +93,21 @@ class OverlapFixture:
             op.partial.fill_(bad)
 
     def validate(self) -> dict[str, Any]:
-        """Global C (on this rank) and this rank's own share, against float64 products of the same inputs."""
+        """C on this rank (the whole product, or this rank's part of it for all_gather_gemm and
+        gemm_reduce_scatter) and this rank's own share, against float64 products of the same inputs."""
         cfg, op = self.cfg, self.op
         if self._refs is None:  # computed once: --validate_iters validates many iterations against them
-            self._refs = (reference_product(self.a_full, self.b_full), reference_product(op.a, op.b))
+            full = reference_product(self.a_full, self.b_full)
+            local = None if op.gemm_out is op.c else reference_product(op.a, op.b)
+            self._refs = (op.alg.shard_of(full, op.rank, op.world), local)
         ref_c, ref_local = self._refs
         result: dict[str, Any] = {"global": compare_tiles(op.c, ref_c, cfg.datatype, cfg.BLK_M, cfg.BLK_N,
                                                           cfg.gsize_m)}
-        if op.sequential and op.alg.zeroes_c:
-            result["partial"] = {"passed": True, "skipped": "fused_sequential all_reduce adds tiles straight "
-                                 "into every rank's C; no partial is stored"}
+        if ref_local is None:
+            result["partial"] = {"passed": True, "skipped": f"{cfg.algorithm}: the GEMM writes C itself"}
+        elif op.sequential and op.alg.zeroes_c:
+            result["partial"] = {"passed": True, "skipped": f"fused_sequential {cfg.algorithm} adds tiles straight "
+                                 "into the ranks' C; no partial is stored"}
         else:
             result["partial"] = compare_tiles(op.gemm_out, ref_local, cfg.datatype, cfg.BLK_M, cfg.BLK_N,
                                               cfg.gsize_m)

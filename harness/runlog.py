@@ -47,10 +47,18 @@ def problem_sizes(
 
     all_reduce / one_shot: K is split (A column-, B row-sharded); each rank makes a full M x N partial.
     all_scatter / all_gather: N is split (B column-sharded); each rank makes M x N/W columns.
+    all_gather_gemm: A row-, B column-sharded; each rank gathers A and makes M x N/W columns.
+    gemm_reduce_scatter: as all_reduce; each rank ends with M/W rows of the sum.
     gemm: one GPU does the whole product.
     """
     local_m, local_n, local_k = m, n, k
-    if algorithm in ("all_reduce", "one_shot", "reduce_scatter"):
+    if algorithm == "all_gather_gemm":  # A row-, B column-sharded: each rank multiplies the gathered A
+        local_n = n // world_size
+        comm_bytes = (m // world_size) * k * element_bytes  # the A rows each rank sends to every peer
+    elif algorithm == "gemm_reduce_scatter":  # as all_reduce; each rank keeps M/W rows of the sum
+        local_k = k // world_size
+        comm_bytes = m * n * element_bytes  # the M x N partial each rank contributes
+    elif algorithm in ("all_reduce", "one_shot", "reduce_scatter"):
         local_k = k // world_size
         comm_bytes = m * n * element_bytes  # the M x N partial each rank contributes
     elif algorithm in ("all_scatter", "all_gather"):

@@ -28,7 +28,7 @@ from stream_k.configs import default_config
 _ELEM = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i8"}
 _OUT = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "int8": "i32"}
 _RUNTIME_INTS = {"sk_tiles", "max_spins", "cur_rank", "world_size", "gemm_programs", "comm_programs", "step_programs",
-                 "zero_programs", "claim_rotate"}
+                 "zero_programs", "claim_rotate", "a_rows", "stride_lm", "stride_gm", "c_elems"}
 
 
 def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: bool, tma: bool = False,
@@ -49,7 +49,14 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
         "CTN": cfg.BLK_N, "TIMER": device.TIMER_GLOBALTIMER, "world_size": world_size,
         "ZERO_C": alg.zeroes_c, "ANNOUNCE": alg.writes_peers and not alg.zeroes_c, "WAITS_ARRIVED": alg.writes_peers,
         "CLAIM_TILES": mode != "bulk_sync", "PEER_SYNC": True,
+        "stride_lk": 1, "stride_gk": 1, "GATHER_A": alg.gathers_a, "GATHER_RM": min(cfg.BLK_M, 32),
+        "GATHER_KB": min(cfg.BLK_N, 128),
     }
+    if alg.gathers_a:  # all_gather_gemm: this rank's A rows, the gathered A and its row-ready words
+        comm_ptrs.update(A_LOCAL=f"*{e}", AG=f"*{e}", A_READY="*i32")
+    else:  # the op passes None for the gather's buffers (A_LOCAL: this rank's A, unused)
+        comm_ptrs["A_LOCAL"] = f"*{e}"
+        comm_const.update(AG=None, A_READY=None)
     if trace:
         comm_ptrs["COMM_TRACE"] = "*i64"
     else:
@@ -60,7 +67,7 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
         gemm_ptrs["A"] = f"tensordesc<{e}[{cfg.BLK_M}, {cfg.BLK_K}]>"
         gemm_ptrs["B"] = f"tensordesc<{e}[{cfg.BLK_K}, {cfg.BLK_N}]>"
         gemm_ptrs["P_DESC"] = f"tensordesc<{acc}[{cfg.BLK_M}, {cfg.BLK_N // 2}]>"
-    join = mode in ("fused", "two_streams") or (seq and alg.push_epilogue is None)
+    join = (mode in ("fused", "two_streams") or (seq and alg.push_epilogue is None)) and not alg.gathers_a
     comm_in_kernel = mode == "fused"
     epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
     gemm_const = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLK_K": cfg.BLK_K, "EVEN_K": True,
@@ -70,7 +77,9 @@ def compile_mode(algorithm: str, mode: str, datatype: str, arch: int, trace: boo
                   "COMM_AFTER_GEMM": join, "GEMM_WAITS_ARRIVED": seq and alg.writes_peers,
                   "WAITS_ARRIVED": alg.writes_peers and (comm_in_kernel or join),
                   "ZERO_C": alg.zeroes_c and comm_in_kernel, "CLAIM_TILES": join or comm_in_kernel,
-                  "GEMM_SCOPE": "sys" if join or alg.gemm_writes_peers(seq, world_size) else "gpu"}
+                  "GEMM_SCOPE": "sys" if join or alg.gemm_writes_peers(seq, world_size) else "gpu",
+                  "GATHER_A": alg.gathers_a and comm_in_kernel, "GEMM_GATHERS": seq and alg.gathers_a,
+                  "GEMM_WAITS_A": alg.gathers_a}
     if not tma:
         gemm_const["P_DESC"] = None
     if trace:

@@ -48,6 +48,7 @@ import triton
 import triton.language as tl
 
 from iris_ops.device import ERR_PEER_READY, notify, record_error, wait_local
+from overlap.communication.all_gather import gather_program
 from overlap.communication.comm_loop import comm_program
 from stream_k.kernel import streamk_program
 
@@ -161,7 +162,9 @@ def overlap_kernel(
     heap_bases, cur_rank, world_size: tl.constexpr,
     # communication (overlap.communication.comm_loop.comm_program's arguments; the source is the GEMM's C)
     DST, stride_dm, stride_dn, COMM_TRACE, CTRL, claim_rotate, zero_programs,
-    gemm_programs, comm_programs, step_programs,
+    gemm_programs, comm_programs, step_programs, c_elems,
+    # all-gather of A (all_gather_gemm): this rank's rows, the gathered heap buffer, its row-ready words
+    A_LOCAL, stride_lm, stride_lk, AG, stride_gm, stride_gk, A_READY, a_rows,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr, SK_FIRST: tl.constexpr,
@@ -170,20 +173,33 @@ def overlap_kernel(
     CTN: tl.constexpr, CLAIM_TILES: tl.constexpr, COMM_AFTER_GEMM: tl.constexpr,
     GEMM_WAITS_ARRIVED: tl.constexpr, WAITS_ARRIVED: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr,
     PEER_SYNC: tl.constexpr, GEMM_SCOPE: tl.constexpr,
+    GATHER_A: tl.constexpr = False, GEMM_GATHERS: tl.constexpr = False, GEMM_WAITS_A: tl.constexpr = False,
+    GATHER_RM: tl.constexpr = 32, GATHER_KB: tl.constexpr = 64,
 ):
     pid = tl.program_id(0)
     e = _step_epoch(CTRL)
     claim = CTRL + _CLAIM
     if not CLAIM_TILES:
         claim = None
-    if pid < gemm_programs:
-        if GEMM_WAITS_ARRIVED:  # fused_sequential: the epilogue writes into every rank's C
+    a_ready = A_READY
+    if not GEMM_WAITS_A:
+        a_ready = None
+    # With GATHER_A the communication programs come first: the interpreter runs programs in order, and
+    # the GEMM programs wait on the rows that they push.
+    gpid = pid
+    if GATHER_A:
+        gpid = pid - comm_programs
+    if (gpid >= 0) & (gpid < gemm_programs):
+        if GEMM_WAITS_ARRIVED:  # fused_sequential: the epilogue (or the gather) writes into every rank's buffers
             if ANNOUNCE:
-                if pid == 0:
+                if gpid == 0:
                     _announce(CTRL, e, heap_bases, cur_rank, world_size)
             _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
+        if GEMM_GATHERS:  # fused_sequential all_gather_gemm: push this program's share of A, then compute
+            gather_program(gpid, gemm_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
+                           A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_RM, GATHER_KB)
         streamk_program(
-            pid, gemm_programs,
+            gpid, gemm_programs,
             A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
             M, N, K,
             stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
@@ -191,7 +207,7 @@ def overlap_kernel(
             e, max_spins,
             heap_bases, cur_rank, world_size,
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-            SK_ROUNDS, P_DESC,
+            SK_ROUNDS, P_DESC, a_ready, a_rows,
         )
         if COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
             if WAITS_ARRIVED:
@@ -206,15 +222,21 @@ def overlap_kernel(
         _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, GEMM_SCOPE)
     else:
         c = pid - gemm_programs
-        _start_comm(c, DST, M * stride_dm, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
+        if GATHER_A:
+            c = pid
+        _start_comm(c, DST, c_elems, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
                     ZERO_C, ANNOUNCE, WAITS_ARRIVED)
-        comm_program(
-            c, comm_programs, pid,
-            C, DST, M, N, stride_cm, stride_cn, stride_dm, stride_dn,
-            TILE_FLAGS, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
-            heap_bases, cur_rank, world_size, claim, claim_rotate,
-            TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
-        )
+        if GATHER_A:
+            gather_program(c, comm_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
+                           A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_RM, GATHER_KB)
+        else:
+            comm_program(
+                c, comm_programs, pid,
+                C, DST, M, N, stride_cm, stride_cn, stride_dm, stride_dn,
+                TILE_FLAGS, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
+                heap_bases, cur_rank, world_size, claim, claim_rotate,
+                TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+            )
         _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, "sys")
 
 
@@ -227,21 +249,27 @@ def comm_kernel(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
     CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr, CLAIM_TILES: tl.constexpr,
     WAITS_ARRIVED: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr, PEER_SYNC: tl.constexpr,
+    c_elems, K=0, A_LOCAL=None, stride_lm=0, stride_lk=0, AG=None, stride_gm=0, stride_gk=0, A_READY=None,
+    GATHER_A: tl.constexpr = False, GATHER_RM: tl.constexpr = 32, GATHER_KB: tl.constexpr = 64,
 ):
     pid = tl.program_id(0)
     e = _step_epoch(CTRL)
     claim = CTRL + _CLAIM
     if not CLAIM_TILES:
         claim = None
-    _start_comm(pid, DST, M * stride_dm, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
+    _start_comm(pid, DST, c_elems, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
                 ZERO_C, ANNOUNCE, WAITS_ARRIVED)
-    comm_program(
-        pid, tl.num_programs(0), pid,
-        SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-        READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
-        heap_bases, cur_rank, world_size, claim, claim_rotate,
-        TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
-    )
+    if GATHER_A:
+        gather_program(pid, tl.num_programs(0), A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
+                       A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_RM, GATHER_KB)
+    else:
+        comm_program(
+            pid, tl.num_programs(0), pid,
+            SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+            READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
+            heap_bases, cur_rank, world_size, claim, claim_rotate,
+            TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
+        )
     _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, "sys")
 
 

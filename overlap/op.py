@@ -32,6 +32,9 @@ the step (one device copy of C).
 Shards, for W ranks and rank r (the algorithm's split):
     all_reduce, one_shot   A[:, r*K/W:(r+1)*K/W] (M x K/W) and B[r*K/W:(r+1)*K/W, :] (K/W x N); C = A @ B
     all_scatter            A (M x K, whole) and B[:, r*N/W:(r+1)*N/W] (K x N/W); C = A @ B
+    all_gather_gemm        A[r*M/W:(r+1)*M/W, :] (M/W x K) and B[:, r*N/W:(r+1)*N/W] (K x N/W);
+                           C = (A @ B)[:, r*N/W:(r+1)*N/W] (M x N/W)
+    gemm_reduce_scatter    as all_reduce; C = (A @ B)[r*M/W:(r+1)*M/W, :] (M/W x N)
 """
 
 from __future__ import annotations
@@ -57,53 +60,14 @@ INTERPRETED = ARCH == 0
 _ALIGN = 1024
 
 
-def c_layout(alg: Algorithm, m: int, n: int, world: int) -> tuple[int, int]:
-    """(columns of the heap buffer that holds C, column block of each rank in it): all_scatter whose N/W is
-    not a multiple of 16 gets one padded block per rank ("wide C"); otherwise C's row stride is padded."""
+def c_layout(alg: Algorithm, m: int, n: int, world: int) -> tuple[int, int, int]:
+    """(rows, columns of the heap buffer that holds C, column block of each rank in it): all_scatter whose N/W
+    is not a multiple of 16 gets one padded block per rank ("wide C"); otherwise C's row stride is padded."""
     local_n = alg.local_n(n, world)
-    if alg.split == "n" and padded_cols(local_n) != local_n:
-        return world * padded_cols(local_n), padded_cols(local_n)
-    return padded_cols(n), local_n
-
-
-@dataclass(frozen=True)
-class OverlapConfig:
-    """Everything that fixes the kernels of one op. `resolve` fills the None fields from the defaults."""
-
-    algorithm: str
-    m: int
-    n: int
-    k: int
-    datatype: str = "bf16"
-    mode: str = AUTO  # a mode, or "auto": the planner's choice
-    total_sms: int | None = None  # programs in all (the device's SM count)
-    gemm_sms: int | None = None  # programs doing GEMM work; the rest communicate
-    kernel: KernelConfig | None = None  # GEMM tile, stages, warps, TMA
-    comm_tile_m: int | None = None  # the block a communication step moves (a whole GEMM tile)
-    comm_tile_n: int | None = None
-    comm_threads: int = 256  # threads per program of the separate communication kernel
-    two_tiles: bool = True
-    schedule: str = "hybrid"
-    sk_first: bool = False
-    sk_rounds: int | None = None
-    gemm_joins_comm: bool = True
-    timeout_s: float = 30.0
-    # Filled by resolve: what the planner chose ({"source", "planned", "choice", ...}); not part of equality.
-    plan_info: dict[str, Any] | None = field(default=None, compare=False)
-
-    def resolve(self, device: torch.device, world_size: int = 1, cache: TuningCache | None = None) -> OverlapConfig:
-        """A copy with every None field (and mode "auto") filled in by the planner (overlap.planner) for this
-        problem on `device` (the interpreter on the CPU); the fields given are kept."""
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {self.algorithm!r}")
-        if self.mode not in (*MODES, AUTO):
-            raise ValueError(f"mode must be one of {', '.join(MODES)} or {AUTO}; got {self.mode!r}")
-        if self.plan_info is not None:
-            return self
-        fixed = {name: getattr(self, name) for name in PLANNED_FIELDS}
-        problem = Problem(self.algorithm, self.m, self.n, self.k, dtype_name(self.datatype), world_size)
-        chosen = plan(problem, Target.of(device), fixed, cache if cache is not None else TuningCache())
-        return dataclasses.replace(self, **chosen.choice.fields(), plan_info=chosen.as_dict())
+    if alg.output == "full" and alg.split == "n" and padded_cols(local_n) != local_n:
+        return m, world * padded_cols(local_n), padded_cols(local_n)
+    rows, cols = alg.c_shape(m, n, world)
+    return rows, padded_cols(cols), local_n
 
 
 def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
@@ -116,9 +80,18 @@ def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
         return max(_ALIGN, -(-x // _ALIGN) * _ALIGN)
 
     tiles = num_tiles(cfg.m, alg.local_n(cfg.n, world_size), blk_m, blk_n)
-    mn = up(cfg.m * c_layout(alg, cfg.m, cfg.n, world_size)[0] * out_elem)
-    total = mn + up(tiles * alg.ready_sources(world_size) * 4) + up(control_words(world_size) * 4)
+    rows, c_cols, _ = c_layout(alg, cfg.m, cfg.n, world_size)
+    total = up(rows * c_cols * out_elem) + up(tiles * alg.ready_sources(world_size) * 4)
+    total += up(control_words(world_size) * 4)
+    if alg.gathers_a:  # the gathered A and its row-ready words
+        in_elem = torch.empty((), dtype=DTYPES[dtype_name(cfg.datatype)]).element_size()
+        total += up(cfg.m * padded_cols(cfg.k) * in_elem) + up(_a_ready_words(cfg.m, blk_m, world_size) * 4)
     return total + (up(cfg.m * padded_cols(cfg.n) * out_elem) if alg.partial_buffer else 0)
+
+
+def _a_ready_words(m: int, blk_m: int, world_size: int) -> int:
+    """all-gather row-ready words: one per (slot, row block) of the gathered A."""
+    return world_size * -(-m // blk_m)
 
 
 @dataclass
@@ -131,10 +104,12 @@ class _Step:
     side: BoundLaunch | None = None  # two_streams on a GPU: the communication kernel
     side_name: str = "comm"
     post: list[Any] = field(default_factory=list)  # queued on the current stream last (wide C -> C)
+    side_first: bool = False  # the main launches wait on the side one (all_gather_gemm): run in order, it goes first
 
     def launches(self) -> list[BoundLaunch]:
-        out = [*self.pre, *(x for _, group in self.main for x in group)]
-        return out + ([self.side] if self.side is not None else [])
+        side = [self.side] if self.side is not None else []
+        main = [x for _, group in self.main for x in group]
+        return [*self.pre, *side, *main] if self.side_first else [*self.pre, *main, *side]
 
 
 class OverlapOp:
@@ -158,30 +133,44 @@ class OverlapOp:
         if split_dim % W:
             raise ValueError(f"{cfg.algorithm} splits {'K' if alg.split == 'k' else 'N'} = {split_dim} over "
                              f"{W} ranks: it must be a multiple of {W}")
+        if alg.splits_m() and M % W:
+            raise ValueError(f"{cfg.algorithm} splits M = {M} over {W} ranks: it must be a multiple of {W}")
         if not 1 <= cfg.gemm_sms < cfg.total_sms and cfg.mode in ("two_streams", "fused"):
             raise ValueError(f"gemm_sms must be in [1, {cfg.total_sms - 1}]; got {cfg.gemm_sms}")
         self.local_k = alg.local_k(K, W)
         self.local_n = alg.local_n(N, W)
+        self.local_m = alg.local_m(M, W)
         self.mode = cfg.mode
         self.sequential = cfg.mode == "fused_sequential"
 
         # This rank's input buffers (a plain device allocation: only this rank reads them), rows padded.
-        self.a = padded_zeros(M, self.local_k, self.dtype, self.device)
+        self.a = padded_zeros(self.local_m, self.local_k, self.dtype, self.device)
         self.b = padded_zeros(self.local_k, self.local_n, self.dtype, self.device)
         # Heap buffers (every rank allocates the same sequence, so offsets match).
         need = heap_bytes(cfg, W)
         free = shmem.free_bytes
         if need > free:
             raise MemoryError(f"OverlapOp needs {need} B of symmetric heap per rank; {free} B are free")
-        c_cols, block = c_layout(alg, M, N, W)
-        self.heap_c = shmem.zeros(M, c_cols, dtype=self.out_dtype)  # C, or the wide C of unaligned all_scatter
+        rows, c_cols, block = c_layout(alg, M, N, W)
+        c_width = alg.c_shape(M, N, W)[1]
+        self.heap_c = shmem.zeros(rows, c_cols, dtype=self.out_dtype)  # C, or the wide C of unaligned all_scatter
         self.wide_c = block != self.local_n
-        self.c = torch.zeros((M, N), dtype=self.out_dtype, device=self.device) if self.wide_c else self.heap_c[:, :N]
+        self.c = (torch.zeros((M, N), dtype=self.out_dtype, device=self.device) if self.wide_c
+                  else self.heap_c[:, :c_width])
         self.partial = shmem.zeros(M, padded_cols(N), dtype=self.out_dtype)[:, :N] if alg.partial_buffer else None
         self.tiles = num_tiles(M, self.local_n, kc.BLK_M, kc.BLK_N)
         self.ready = shmem.zeros(self.tiles * alg.ready_sources(W), dtype=torch.int32)
         self.ctrl = shmem.zeros(control_words(W), dtype=torch.int32)
-        self.gemm_out = self.heap_c[:, r * block:r * block + self.local_n] if alg.split == "n" else self.partial
+        # all_gather_gemm: the gathered A (the GEMM's A) and its row-ready words, on the heap (peers push into them).
+        self.ag = shmem.zeros(M, padded_cols(K), dtype=self.dtype)[:, :K] if alg.gathers_a else None
+        self.a_ready = (shmem.zeros(_a_ready_words(M, kc.BLK_M, W), dtype=torch.int32) if alg.gathers_a
+                        else None)
+        if alg.output == "cols":
+            self.gemm_out = self.c
+        elif alg.split == "n":
+            self.gemm_out = self.heap_c[:, r * block:r * block + self.local_n]
+        else:
+            self.gemm_out = self.partial
         self.errors = torch.zeros(1, dtype=torch.int32, device=self.device)
         self.gemm_trace: torch.Tensor | None = None
         self.comm_trace: torch.Tensor | None = None
@@ -194,7 +183,8 @@ class OverlapOp:
         self.main_gemm = self._gemm(self.gemm_programs)
         # GEMM programs join the communication when done with their tiles (GPU only: in the interpreter
         # programs run one after another, so an early program would wait on a later one's tile).
-        self.join = cfg.gemm_joins_comm and not INTERPRETED and cfg.mode in ("fused", "two_streams")
+        self.join = (cfg.gemm_joins_comm and not INTERPRETED and cfg.mode in ("fused", "two_streams")
+                     and not alg.gathers_a)
         self.comm_stream = torch.cuda.Stream(self.device) if self.on_gpu and cfg.mode == "two_streams" else None
         if self.comm_stream is not None:
             self._fork = torch.cuda.Event()
@@ -275,10 +265,13 @@ class OverlapOp:
         event = torch._C._CudaEventBase
         event.record(self._fork, cur)
         event.wait(self._fork, comm)
+        if step.side_first:
+            step.side(comm)
         for _, group in step.main:
             for launch in group:
                 launch(cur)
-        step.side(comm)
+        if not step.side_first:
+            step.side(comm)
         event.record(self._join, comm)
         event.wait(self._join, cur)
         for action in step.post:
@@ -324,7 +317,7 @@ class OverlapOp:
         self._check_input("b", b)
 
     def _check_input(self, name: str, t: Any) -> None:
-        shape = (self.cfg.m, self.local_k) if name == "a" else (self.local_k, self.local_n)
+        shape = (self.local_m, self.local_k) if name == "a" else (self.local_k, self.local_n)
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"OverlapOp: {name} must be a torch.Tensor; got {type(t).__name__}")
         if tuple(t.shape) != shape:
@@ -348,7 +341,8 @@ class OverlapOp:
         if self.on_gpu:
             torch.cuda.synchronize(self.device)
         self.shmem.barrier()
-        for t in (self.ctrl, self.ready, self.errors, *(g.locks for g in self._gemms.values())):
+        extra = [self.a_ready] if self.a_ready is not None else []
+        for t in (self.ctrl, self.ready, self.errors, *extra, *(g.locks for g in self._gemms.values())):
             t.zero_()
         if self.on_gpu:
             torch.cuda.synchronize(self.device)
@@ -386,8 +380,16 @@ class OverlapOp:
             "READY_SOURCES": alg.ready_sources(self.world) if wait_ready else 0,
             "CTM": cfg.comm_tile_m, "CTN": cfg.comm_tile_n, "CLAIM_TILES": claim,
             "ZERO_C": alg.zeroes_c, "ANNOUNCE": alg.writes_peers and not alg.zeroes_c,
-            "WAITS_ARRIVED": alg.writes_peers,
+            "WAITS_ARRIVED": alg.writes_peers, "c_elems": self.heap_c.numel(), "GATHER_A": alg.gathers_a,
         }
+
+    def _gather_fields(self, a: torch.Tensor) -> dict[str, Any]:
+        """The all-gather's arguments (all_gather_gemm): this rank's rows `a`, the gathered A, its ready words."""
+        ag = self.ag
+        return {"A_LOCAL": a, "stride_lm": a.stride(0), "stride_lk": a.stride(1), "AG": ag,
+                "stride_gm": ag.stride(0) if ag is not None else 0, "stride_gk": ag.stride(1) if ag is not None else 0,
+                "A_READY": self.a_ready, "GATHER_RM": min(self.cfg.kernel.BLK_M, 32),
+                "GATHER_KB": min(self.cfg.comm_tile_n, 128)}
 
     def _zero_programs(self, programs: int) -> int:
         if not self.alg.zeroes_c or programs == 0:
@@ -398,28 +400,34 @@ class OverlapOp:
 
     def _gemm_launch(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, comm_programs: int = 0,
                      join: bool = False, claim: bool = False, step_programs: int, peer_sync: bool = True,
-                     traced: bool = False) -> BoundLaunch:
+                     traced: bool = False, wait_a: bool = True, gemm_gathers: bool = False) -> BoundLaunch:
         """The overlap kernel: GEMM programs, then `comm_programs` communication programs; with `join` the GEMM
         programs move tiles too once their GEMM work is done."""
         alg, seq = self.alg, self.sequential
         epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
-        target = self.c if seq and alg.zeroes_c else self.gemm_out  # all_reduce fused_sequential adds into C
-        args = gemm.launch_args(a, b, target, tile_flags=self.ready, gemm_trace=self._traces()[0] if traced else None,
-                                epilogue=epilogue, heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank,
-                                world_size=self.world)
+        gemm_a = self.ag if alg.gathers_a else a  # all_gather_gemm multiplies the gathered A
+        args = gemm.launch_args(gemm_a, b, self.gemm_out, tile_flags=self.ready,
+                                gemm_trace=self._traces()[0] if traced else None, epilogue=epilogue,
+                                heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank, world_size=self.world)
+        if seq and alg.zeroes_c:  # fused_sequential all_reduce / gemm_reduce_scatter: the epilogue adds into C
+            args.update(C=self.c, stride_cm=self.c.stride(0), stride_cn=self.c.stride(1))
         del args["epoch"]  # the kernel reads the step's epoch from CTRL
         args["ERRORS"] = self.errors
         args.update(self._comm_fields(claim, traced, True))
+        args.update(self._gather_fields(a), a_rows=max(1, self.local_m),
+                    GATHER_A=alg.gathers_a and comm_programs > 0, GEMM_GATHERS=gemm_gathers,
+                    GEMM_WAITS_A=alg.gathers_a and wait_a)
         comm = comm_programs > 0
         args.update(zero_programs=self._zero_programs(comm_programs), gemm_programs=gemm.plan.num_programs,
                     comm_programs=comm_programs, step_programs=step_programs,
                     ZERO_C=alg.zeroes_c and comm, WAITS_ARRIVED=alg.writes_peers and (comm or join),
-                    COMM_AFTER_GEMM=join, GEMM_WAITS_ARRIVED=seq and alg.writes_peers, PEER_SYNC=peer_sync,
+                    COMM_AFTER_GEMM=join, GEMM_WAITS_ARRIVED=seq and alg.writes_peers and (comm_programs == 0)
+                    and (gemm_gathers or not alg.gathers_a), PEER_SYNC=peer_sync,
                     GEMM_SCOPE="sys" if join or alg.gemm_writes_peers(seq, self.world) else "gpu")
         return BoundLaunch(overlap_kernel, gemm.plan.num_programs + comm_programs, args, gemm.launch_options())
 
     def _comm_launch(self, programs: int, *, claim: bool, step_programs: int, traced: bool = False,
-                     wait_ready: bool = True) -> BoundLaunch:
+                     wait_ready: bool = True, a: torch.Tensor | None = None) -> BoundLaunch:
         g, cfg = self.main_gemm, self.cfg
         src = self.gemm_out
         args = {"SRC": src, "M": cfg.m, "N": self.local_n, "stride_sm": src.stride(0), "stride_sn": src.stride(1),
@@ -429,6 +437,7 @@ class OverlapOp:
                 "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m, "TIMER": g.timer_kind,
                 "PEER_SYNC": True}
         args.update(self._comm_fields(claim, traced, wait_ready))
+        args.update(self._gather_fields(self.a if a is None else a), K=self.local_k)
         return BoundLaunch(comm_kernel, programs, args, {"num_warps": max(1, cfg.comm_threads // 32)})
 
     def _announce_launch(self) -> BoundLaunch:
@@ -443,13 +452,16 @@ class OverlapOp:
         step = _Step()
         if kind == "gemm_alone":
             g = self._gemm(G)
-            step.main = [("gemm_alone", [self._gemm_launch(g, a, b, step_programs=G, peer_sync=False)])]
+            step.main = [("gemm_alone", [self._gemm_launch(g, a, b, step_programs=G, peer_sync=False,
+                                                           wait_a=False)])]
             return step
         if kind == "comm_alone":
             step.main = [("comm_alone", [self._comm_launch(T - G, claim=False, step_programs=T - G,
-                                                           wait_ready=False)])]
+                                                           wait_ready=False, a=a)])]
             return step
         main = self.main_gemm
+        if alg.gathers_a:
+            return self._build_gather(step, a, b, traced)
         if mode == "bulk_sync":
             step.main = [("gemm", [self._gemm_launch(main, a, b, step_programs=2 * T, traced=traced)]),
                          ("comm", [self._comm_launch(T, claim=False, step_programs=2 * T, traced=traced)])]
@@ -483,6 +495,33 @@ class OverlapOp:
             M, W, n = cfg.m, self.world, self.local_n
             src, dst = self.heap_c.view(M, W, -1)[:, :, :n], self.c.view(M, W, n)
             step.post = [lambda: dst.copy_(src)]
+        return step
+
+    def _build_gather(self, step: _Step, a: torch.Tensor, b: torch.Tensor, traced: bool) -> _Step:
+        """all_gather_gemm's steps: the communication pushes A's rows and the GEMM waits on them, so the
+        pushers run first wherever programs run in order (the interpreter; the preload of two_streams)."""
+        cfg, mode, main = self.cfg, self.mode, self.main_gemm
+        T, G = cfg.total_sms, cfg.gemm_sms
+        assert T is not None and G is not None
+        if mode == "bulk_sync":
+            step.main = [("comm", [self._comm_launch(T, claim=False, step_programs=2 * T, traced=traced, a=a)]),
+                         ("gemm", [self._gemm_launch(main, a, b, step_programs=2 * T, traced=traced)])]
+        elif mode == "two_streams":
+            gemm = self._gemm_launch(main, a, b, step_programs=T, traced=traced)
+            comm = self._comm_launch(T - G, claim=False, step_programs=T, traced=traced, a=a)
+            if self.comm_stream is not None:
+                step.main, step.side, step.side_first = [("gemm", [gemm])], comm, True
+            else:
+                step.main = [("comm", [comm]), ("gemm", [gemm])]
+        elif mode == "fused":  # one kernel: programs 0..T-G-1 push A's rows, the others compute
+            step.main = [("fused", [self._gemm_launch(main, a, b, comm_programs=T - G, step_programs=T,
+                                                      traced=traced)])]
+        elif not INTERPRETED:  # fused_sequential: each GEMM program pushes its share of A's rows, then computes
+            step.main = [("fused", [self._gemm_launch(main, a, b, step_programs=T, traced=traced,
+                                                      gemm_gathers=True)])]
+        else:  # in the interpreter a program would wait on rows a later program pushes: two launches
+            step.main = [("fused", [self._comm_launch(T, claim=False, step_programs=2 * T, traced=traced, a=a),
+                                    self._gemm_launch(main, a, b, step_programs=2 * T, traced=traced)])]
         return step
 
     def _step_for(self, kind: str, a: torch.Tensor | None, b: torch.Tensor | None) -> _Step:

@@ -44,12 +44,16 @@ GEMM_TFLOPS = {
 # Communication per program (GB/s) and the link's ceiling per rank (GB/s). one_shot reads remote tiles
 # (its communication alone on 14 programs moved a 4864 x 4096 bf16 partial in 0.176 ms: ~16 GB/s per
 # program), all_scatter stores them (no reply to wait for), all_reduce adds them atomically.
-PER_PROGRAM_GBS = {"one_shot": 16.0, "all_scatter": 22.0, "all_reduce": 14.0}
-LINK_GBS = {"one_shot": 300.0, "all_scatter": 360.0, "all_reduce": 300.0}
+# all_gather_gemm pushes A's rows as all_scatter pushes tiles; gemm_reduce_scatter adds as all_reduce does
+# (neither measured on 2 GPUs yet: their rates are those of the algorithm they resemble).
+PER_PROGRAM_GBS = {"one_shot": 16.0, "all_scatter": 22.0, "all_reduce": 14.0, "all_gather_gemm": 22.0,
+                   "gemm_reduce_scatter": 14.0}
+LINK_GBS = {"one_shot": 300.0, "all_scatter": 360.0, "all_reduce": 300.0, "all_gather_gemm": 360.0,
+            "gemm_reduce_scatter": 300.0}
 # The same work from a GEMM program's epilogue (fused_sequential), which stalls that program: all_reduce
 # 0.477 ms against a 0.242 ms GEMM at 4864 x 4096 x 8256 on 2 x H200 (~2.6 GB/s per program, its own C
 # included); all_scatter 0.272 ms (~5 GB/s).
-EPILOGUE_GBS = {"all_reduce": 2.6, "all_scatter": 5.0}
+EPILOGUE_GBS = {"all_reduce": 2.6, "all_scatter": 5.0, "gemm_reduce_scatter": 2.6}
 # Communication programs inside the fused kernel run with the GEMM's warps and registers: one_shot's reads
 # were ~10% slower there than in two_streams' kernel of their own (1.24-1.27x its bound against 1.09-1.15x).
 FUSED_COMM_EFFICIENCY = {"one_shot": 0.7}
@@ -71,10 +75,14 @@ class Problem:
     datatype: str
     world_size: int
 
+    def zeroes_own_share(self) -> bool:
+        """Whether the algorithm adds into a C it zeroes first, its own share included (atomic reductions)."""
+        return self.algorithm in ("all_reduce", "gemm_reduce_scatter")
+
     def local(self) -> tuple[int, int, int]:
         """(M, N, K) of this rank's GEMM."""
         w = self.world_size
-        if self.algorithm == "all_scatter":
+        if self.algorithm in ("all_scatter", "all_gather_gemm"):
             return self.m, self.n // w, self.k
         return self.m, self.n, self.k // w
 
@@ -171,6 +179,11 @@ def comm_bytes(p: Problem, out_elem: int) -> tuple[float, float]:
     m, n, w = p.m, p.n, p.world_size
     if p.algorithm == "all_scatter":
         return (w - 1) * m * (n // w) * out_elem, 0.0
+    if p.algorithm == "all_gather_gemm":  # A's rows, in A's dtype
+        in_elem = 4 if p.datatype == "fp32" else (1 if p.datatype == "int8" else 2)
+        return (w - 1) * (m // w) * p.k * in_elem, (m // w) * p.k * in_elem
+    if p.algorithm == "gemm_reduce_scatter":  # each tile added into the rank that owns its rows
+        return (w - 1) * m * n * out_elem / w, m * n * out_elem / w
     return (w - 1) * m * n * out_elem, m * n * out_elem  # all_reduce adds, one_shot reads: every rank's tile
 
 
@@ -198,9 +211,9 @@ def predict_ms(p: Problem, target: Target, c: Candidate, eff: float) -> float:
         if p.algorithm not in EPILOGUE_GBS:  # one_shot: publish from the epilogue, reduce after the GEMM work
             return g + remote / _comm_rate(p, T) + local_ms + sync
         # each program pushes its own tiles (all_reduce: into every rank's C, its own included) between tiles
-        per_tile = tile_remote + (local / max(1, tiles) if p.algorithm == "all_reduce" else 0.0)
+        per_tile = tile_remote + (local / max(1, tiles) if p.zeroes_own_share() else 0.0)
         stall = -(-tiles // T) * per_tile / (EPILOGUE_GBS[p.algorithm] * 1e6)
-        zero = local_ms + STEP_US["launch"] / 1e3 if p.algorithm == "all_reduce" else 0.0
+        zero = local_ms + STEP_US["launch"] / 1e3 if p.zeroes_own_share() else 0.0
         return max(g + stall, remote / (LINK_GBS[p.algorithm] * 1e6)) + zero + sync
     # fused / two_streams: communication programs follow the GEMM's tiles; GEMM programs join when done
     fused_eff = FUSED_COMM_EFFICIENCY.get(p.algorithm, 1.0) if c.mode == "fused" else 1.0

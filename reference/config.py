@@ -42,6 +42,9 @@ VARIANT_HELP: dict[str, str] = {
     "fused_matmul_reduce_scatter": (
         "torch symm_mem.fused_matmul_reduce_scatter: K split, result reduce-scattered by rows"
     ),
+    "all_gather_then_gemm": "all_gather_into_tensor of the A row shards, then the vendor GEMM (all_gather_gemm's peer)",
+    "gemm_then_reduce_scatter": ("vendor GEMM of the local K slice, then reduce_scatter_tensor of the M x N partial "
+                                 "by rows (gemm_reduce_scatter's peer)"),
 }
 
 # --collective value -> the variants it runs.
@@ -52,6 +55,11 @@ COLLECTIVES: dict[str, tuple[str, ...]] = {
     "symm_mem_all_reduce": ("symm_mem_two_shot", "symm_mem_one_shot"),
     "fused_all_gather_matmul": ("fused_all_gather_matmul",),
     "fused_matmul_reduce_scatter": ("fused_matmul_reduce_scatter",),
+    "all_gather_then_gemm": ("all_gather_then_gemm",),
+    "gemm_then_reduce_scatter": ("gemm_then_reduce_scatter",),
+    # each new algorithm's peers: torch's fused op and the vendor pair
+    "all_gather_gemm": ("fused_all_gather_matmul", "all_gather_then_gemm"),
+    "gemm_reduce_scatter": ("fused_matmul_reduce_scatter", "gemm_then_reduce_scatter"),
     "all": tuple(VARIANT_HELP),
 }
 
@@ -64,6 +72,8 @@ SPLIT_DIMS: dict[str, tuple[str, ...]] = {
     "symm_mem_one_shot": ("k",),
     "fused_all_gather_matmul": ("m", "n"),
     "fused_matmul_reduce_scatter": ("m", "k"),
+    "all_gather_then_gemm": ("m", "n"),
+    "gemm_then_reduce_scatter": ("m", "k"),
 }
 
 GATHER_LAYOUTS = ("row_major", "rank_blocked")

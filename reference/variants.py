@@ -268,7 +268,33 @@ def _fused_problem(world: World, cfg: RefConfig, op: str) -> str | None:
     problem = _symm_mem_problem(world, (op,))
     if problem is None and cfg.datatype == "int8":
         problem = f"torch.ops.symm_mem.{op} multiplies with aten.mm, which has no int8 GPU kernel"
+    if problem is None:
+        problem = _enable_symm_mem(world)
     return problem
+
+
+def _enable_symm_mem(world: World) -> str | None:
+    """Turn torch symmetric memory on for the group where this torch needs it (older versions do; newer ones
+    deprecate the call or drop it): None if the fused ops may run, else why not."""
+    try:
+        import torch.distributed._symmetric_memory as symm_mem
+    except Exception as exc:  # any import failure means no fused ops here
+        return f"torch {torch.__version__}: torch.distributed._symmetric_memory does not import ({exc})"
+    enable = getattr(symm_mem, "enable_symm_mem_for_group", None)
+    if enable is not None:
+        try:
+            enable(world.group.group_name)
+        except Exception as exc:  # reported as the variant's reason to skip
+            return f"torch {torch.__version__}: enable_symm_mem_for_group failed: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _schema_has(op: Any, argument: str) -> bool:
+    """Whether a torch op's (default overload's) schema names `argument` (keyword arguments come and go)."""
+    try:
+        return any(a.name == argument for a in op.default._schema.arguments)
+    except Exception:  # no schema to read: assume the oldest form
+        return False
 
 
 class FusedAllGatherMatmul(Variant):
@@ -296,14 +322,17 @@ class FusedAllGatherMatmul(Variant):
         op = torch.ops.symm_mem.fused_all_gather_matmul
         group_name = world.group.group_name
         box: dict[str, torch.Tensor] = {}
+        # Schema (torch 2.11 / main): fused_all_gather_matmul(Tensor A, Tensor[] Bs, int gather_dim, str group_name,
+        # *, bool return_A=True) -> (Tensor?, Tensor[]); older versions have no return_A. return_A=True keeps
+        # torch off its multimem (NVLink multicast) path.
+        kwargs = {"return_A": True} if _schema_has(op, "return_A") else {}
 
         def step(t: StepTimer) -> None:
             with t.span("fused"):
-                # return_A=True keeps torch off its multimem (NVLink multicast) path.
-                _, outs = op(a, [b], 0, group_name, return_A=True)
+                _, outs = op(a, [b], 0, group_name, **kwargs)
             box["c"] = outs[0]
 
-        return Prepared(step, lambda: box["c"], {"return_A": True})
+        return Prepared(step, lambda: box["c"], {"return_A": kwargs.get("return_A")})
 
     def expected(self, world: World, cfg: RefConfig) -> torch.Tensor:
         shards = []
@@ -333,6 +362,7 @@ class FusedMatmulReduceScatter(Variant):
 
         def step(t: StepTimer) -> None:
             with t.span("fused"):
+                # fused_matmul_reduce_scatter(Tensor A, Tensor B, str reduce_op, int scatter_dim, str group_name)
                 box["c"] = op(a, b, "sum", 0, group_name)
 
         return Prepared(step, lambda: box["c"])
@@ -342,8 +372,71 @@ class FusedMatmulReduceScatter(Variant):
         return _sum_of_partials(self, world, cfg)[world.rank * rows:(world.rank + 1) * rows]
 
 
+class AllGatherThenGemm(FusedAllGatherMatmul):
+    """The vendor pair for all_gather_gemm: all_gather_into_tensor of the A row shards, then the GEMM of the
+    gathered A with this rank's B columns (the output of torch's fused op and of all_gather_gemm)."""
+
+    key = "all_gather_then_gemm"
+    algorithm = "all_gather_gemm"
+    sharding = ("A row-sharded (M/W x K), all-gathered into M x K, then multiplied; B column-sharded (K x N/W); "
+                "each rank ends with C[:, rank's N/W columns] (M x N/W)")
+    vendor_baseline = True
+
+    def implementation(self, world: World) -> str:
+        return Variant.implementation(self, world)
+
+    def unavailable(self, world: World, cfg: RefConfig) -> str | None:
+        return None
+
+    def prepare(self, world: World, cfg: RefConfig, a: torch.Tensor, b: torch.Tensor) -> Prepared:
+        gathered = torch.empty((cfg.m, cfg.k), dtype=a.dtype, device=world.device)
+        c = empty_output((cfg.m, cfg.n // world.world_size), cfg.datatype, world.device)
+        group = world.group
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+        a = a.contiguous()
+
+        def step(t: StepTimer) -> None:
+            with t.span("comm"):
+                gather(gathered, a, group=group)  # rank order along rows: the whole A
+            with t.span("gemm"):
+                gemm_out(gathered, b, c)
+
+        return Prepared(step, lambda: c)
+
+
+class GemmThenReduceScatter(FusedMatmulReduceScatter):
+    """The vendor pair for gemm_reduce_scatter: the GEMM of this rank's K slice into an M x N partial, then
+    reduce_scatter_tensor by rows (the output of torch's fused op and of gemm_reduce_scatter)."""
+
+    key = "gemm_then_reduce_scatter"
+    algorithm = "gemm_reduce_scatter"
+    sharding = ("A column-sharded (M x K/W), B row-sharded (K/W x N); each rank's M x N partial is "
+                "reduce-scattered by rows: each rank ends with C[rank's M/W rows] (M/W x N)")
+    vendor_baseline = True
+
+    def implementation(self, world: World) -> str:
+        return Variant.implementation(self, world)
+
+    def unavailable(self, world: World, cfg: RefConfig) -> str | None:
+        return None
+
+    def prepare(self, world: World, cfg: RefConfig, a: torch.Tensor, b: torch.Tensor) -> Prepared:
+        partial = empty_output((cfg.m, cfg.n), cfg.datatype, world.device)
+        out = empty_output((cfg.m // world.world_size, cfg.n), cfg.datatype, world.device)
+        group = world.group
+        scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+        def step(t: StepTimer) -> None:
+            with t.span("gemm"):
+                gemm_out(a, b, partial)
+            with t.span("comm"):
+                scatter(out, partial, group=group)  # rows in rank order: rank r keeps rows r*M/W..
+
+        return Prepared(step, lambda: out)
+
+
 VARIANTS: dict[str, Variant] = {
     v.key: v
     for v in (AllReduce(), AllGather(), Gemm(), SymmMemTwoShot(), SymmMemOneShot(), FusedAllGatherMatmul(),
-              FusedMatmulReduceScatter())
+              FusedMatmulReduceScatter(), AllGatherThenGemm(), GemmThenReduceScatter())
 }

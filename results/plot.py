@@ -39,7 +39,8 @@ from harness.trace import TIMELINE_SCHEMA, read_timeline
 
 # Benchmark algorithm -> the reference algorithm it is compared with.
 MATCHING_REFERENCE = {"all_reduce": "all_reduce", "one_shot": "all_reduce", "all_scatter": "all_gather",
-                      "all_gather": "all_gather"}
+                      "all_gather": "all_gather", "all_gather_gemm": "all_gather_gemm",
+                      "gemm_reduce_scatter": "gemm_reduce_scatter"}
 MODE_COLORS = {"bulk_sync": "#4c72b0", "two_streams": "#dd8452", "fused": "#55a868", "fused_sequential": "#c44e52"}
 ALGORITHM_STYLES = {"all_reduce": ("-", "o"), "one_shot": ("--", "s"), "all_scatter": (":", "^")}
 REFERENCE_COLOR = "0.65"

@@ -63,6 +63,7 @@ import triton
 import triton.language as tl
 
 from iris_ops.device import (
+    ERR_A_ROWS,
     ERR_STREAMK_FIXUP,
     fence_proxy_async_global,
     read_timer,
@@ -73,6 +74,7 @@ from iris_ops.device import (
 from stream_k.tiles import tile_coords
 
 _ERR_FIXUP: tl.constexpr = tl.constexpr(ERR_STREAMK_FIXUP)
+_ERR_A_ROWS: tl.constexpr = tl.constexpr(ERR_A_ROWS)
 _INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
 
 
@@ -246,6 +248,20 @@ def _mac_loop_tma(acc, A, B, off_m, off_n, k_lo, k_hi, BLK_K: tl.constexpr, INPU
 
 
 @triton.jit
+def _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, BLK_M: tl.constexpr,
+                 USE_TMA: tl.constexpr):
+    """Wait until the rows of row block pid_m of A have arrived (see streamk_program's A_READY)."""
+    n_rb = tl.cdiv(M, BLK_M)
+    lo = pid_m * BLK_M
+    hi = tl.minimum(M, lo + BLK_M) - 1
+    for slot in range(lo // a_rows, hi // a_rows + 1):
+        if not wait_local(A_READY + slot * n_rb + pid_m, epoch, max_spins, "sys"):
+            record_error(ERRORS, _ERR_A_ROWS.value, tile_id)
+    if USE_TMA:
+        fence_proxy_async_global()  # the acquire above before the copy engine's reads of A
+
+
+@triton.jit
 def streamk_program(
     pid, num_programs,
     A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
@@ -257,9 +273,13 @@ def streamk_program(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
-    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None,
+    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
 ):
-    """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring)."""
+    """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
+
+    A_READY (None: A is complete at launch): A's rows arrive during the launch (an all-gather), in slots of
+    a_rows rows; before a work item reads A, the program waits (acquire, system scope) until
+    A_READY[slot * cdiv(M, BLK_M) + pid_m] >= epoch for every slot that the tile's row block overlaps."""
     pid = remap_xcd(pid, num_programs, NUM_XCDS)
     SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
     ACC_TYPE: tl.constexpr = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
@@ -320,6 +340,8 @@ def streamk_program(
         rm = pid_m * BLK_M + tl.arange(0, BLK_M)
         rn = pid_n * BLK_N + tl.arange(0, BLK_N)
         acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
+        if A_READY is not None:
+            _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, BLK_M, USE_TMA)
         if USE_TMA:
             acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
         else:

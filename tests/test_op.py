@@ -117,9 +117,9 @@ def test_padded_layout_rules() -> None:
     from stream_k.layout import padded_cols
 
     assert [padded_cols(x) for x in (16, 4096, 28, 1250, 1500, 64, 65)] == [16, 4096, 64, 1280, 1536, 64, 128]
-    assert c_layout(RECORDS["all_scatter"], 1000, 3000, 2) == (2 * 1536, 1536)  # N/2 = 1500: wide C
-    assert c_layout(RECORDS["all_scatter"], 64, 8192, 2) == (8192, 4096)
-    assert c_layout(RECORDS["all_reduce"], 1000, 3000, 2) == (3008, 3000)  # padded row stride, no blocks
+    assert c_layout(RECORDS["all_scatter"], 1000, 3000, 2) == (1000, 2 * 1536, 1536)  # N/2 = 1500: wide C
+    assert c_layout(RECORDS["all_scatter"], 64, 8192, 2) == (64, 8192, 4096)
+    assert c_layout(RECORDS["all_reduce"], 1000, 3000, 2) == (1000, 3008, 3000)  # padded row stride, no blocks
     wide = heap_bytes(OverlapConfig("all_scatter", 1000, 3000, 2500, "bf16", kernel=CPU_KERNEL), 2)
     assert wide >= 1000 * 2 * 1536 * 2
 

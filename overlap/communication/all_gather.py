@@ -1,0 +1,71 @@
+"""all_gather_gemm: A row-sharded (M/W x K per rank), B column-sharded (K x N/W); each rank gathers the
+whole A into a heap buffer AG (M x K) while its GEMM multiplies AG @ B into C (M x N/W, this rank's
+columns of the product). Communication moves A, not C.
+
+AG is kept rank-rotated: on rank d, slot j (rows [j*M/W, (j+1)*M/W)) holds the shard of rank (d + j) % W,
+so slot 0 is the rank's own shard and the GEMM, whose tile order starts at row block 0, begins with
+the rows it has at once. The epilogue un-rotates: row x of AG @ B is row (x + d*M/W) % M of C.
+
+Readiness: A_READY[slot * cdiv(M, BLK_M) + rb] on the destination holds the step's epoch once the rows
+of slot `slot` inside row block rb have landed (the pusher's release, system scope). A GEMM tile of row
+block rb waits for every slot its rows overlap (stream_k.kernel.streamk_program's A_READY).
+
+Work units of the pushing programs: (destination i ranks ahead, piece c of this rank's shard cut at the
+destination's row-block boundaries); the own copy (i = 0) first, then the peers in ring order.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from iris_ops.device import notify, translate
+
+
+@triton.jit
+def gather_program(pid, num_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
+                   A_READY, e, heap_bases, cur_rank, world_size: tl.constexpr,
+                   BLK_M: tl.constexpr, RM: tl.constexpr, KB: tl.constexpr):
+    """Push this rank's shard of A (A_LOCAL, M/W x K) into slot (W - i) % W of rank (cur_rank + i)'s AG,
+    piece by piece (pieces pid, pid + num_programs, ...), releasing each piece's A_READY word."""
+    a_rows = M // world_size
+    n_rb = tl.cdiv(M, BLK_M)
+    pieces = tl.cdiv(a_rows, BLK_M) + 1  # row blocks one slot can overlap
+    for u in range(pid, world_size * pieces, num_programs):
+        i = u // pieces
+        c = u % pieces
+        dest = (cur_rank + i) % world_size
+        slot = (world_size - i) % world_size
+        slot_lo = slot * a_rows
+        rb = slot_lo // BLK_M + c
+        lo = tl.maximum(rb * BLK_M, slot_lo)
+        hi = tl.minimum(rb * BLK_M + BLK_M, slot_lo + a_rows)
+        if lo < hi:
+            for r0 in range(lo, hi, RM):  # in RM x KB blocks: few registers beside a GEMM program's
+                rows = r0 + tl.arange(0, RM)
+                rmask = rows < hi
+                src_rows = tl.where(rmask, rows - slot_lo, 0)
+                for k0 in range(0, K, KB):
+                    rk = k0 + tl.arange(0, KB)
+                    mask = rmask[:, None] & (rk < K)[None, :]
+                    vals = tl.load(A_LOCAL + src_rows[:, None] * stride_lm + rk[None, :] * stride_lk, mask=mask)
+                    dst = AG + rows[:, None] * stride_gm + rk[None, :] * stride_gk
+                    tl.store(translate(dst, cur_rank, dest, heap_bases), vals, mask=mask)
+            notify(A_READY + slot * n_rb + rb, e, cur_rank, dest, heap_bases, "sys")
+
+
+@triton.jit
+def gathered_store_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                            heap_bases, cur_rank, world_size):
+    """Store the tile of the rotated product into its rows of C (no flag: nothing moves C afterwards)."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    rows = (rm + cur_rank * (M // world_size)) % M
+    tl.store(C + rows[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def no_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+            heap_bases, cur_rank, world_size,
+            BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
+    """TILE_FN of an algorithm whose output tiles stay where the GEMM left them (never called)."""
+    pass

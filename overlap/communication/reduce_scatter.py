@@ -1,0 +1,49 @@
+"""gemm_reduce_scatter: A column-sharded (M x K/W), B row-sharded (K/W x N) as for all_reduce; each rank
+computes a full M x N partial (its K slice) and ends with its M/W rows of the summed C (M/W x N).
+Each finished tile of the partial is atomically added into the rows of C of the rank(s) that own its
+rows (rank p owns rows [p*M/W, (p+1)*M/W)); C (on the heap, M/W x N) is zeroed every step before
+any rank adds into it (the all_reduce protocol: zeroed by the communication programs as they start,
+arrival announced by the last slice). SRC is this rank's partial, DST its C."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from iris_ops.device import translate
+from overlap.communication.comm_loop import subtile_offsets
+
+
+@triton.jit
+def _add_rows_to_owners(vals, rm, rn, mask, M, DST, stride_dm, stride_dn, heap_bases, cur_rank, world_size):
+    """Add the block (rows rm, columns rn) into each owner's C: the owners of the block's first to last row."""
+    a_rows = M // world_size
+    lo = tl.min(rm, axis=0)
+    hi = tl.max(tl.where(rm < M, rm, -1), axis=0)
+    if hi >= lo:
+        for p in range(lo // a_rows, hi // a_rows + 1):
+            local = rm - p * a_rows
+            pmask = mask & ((local >= 0) & (local < a_rows))[:, None]
+            local = tl.where((local >= 0) & (local < a_rows), local, 0)
+            dst = DST + local[:, None] * stride_dm + rn[None, :] * stride_dn
+            tl.atomic_add(translate(dst, cur_rank, p, heap_bases), vals, mask=pmask, sem="relaxed", scope="sys")
+
+
+@triton.jit
+def reduce_scatter_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
+                        heap_bases, cur_rank, world_size,
+                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
+    for sm in tl.static_range(BLK_M // CTM):
+        for sn in tl.static_range(BLK_N // CTN):
+            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, M, N, BLK_M, BLK_N, CTM, CTN)
+            vals = tl.load(SRC + rm[:, None] * stride_sm + rn[None, :] * stride_sn, mask=mask)
+            _add_rows_to_owners(vals, rm, rn, mask, M, DST, stride_dm, stride_dn, heap_bases, cur_rank, world_size)
+
+
+@triton.jit
+def reduce_scatter_push_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                                 heap_bases, cur_rank, world_size):
+    """fused_sequential: the GEMM program adds its tile straight into the owners' C (C: this rank's M/W x N)."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    _add_rows_to_owners(acc.to(C.dtype.element_ty), rm, rn, mask, M, C, stride_cm, stride_cn, heap_bases, cur_rank,
+                        world_size)

@@ -1,0 +1,134 @@
+"""all_gather_gemm and gemm_reduce_scatter through the library op, step after step, for
+tests/test_new_algorithms.py.
+
+    TRITON_INTERPRET=1 mpirun -np 2 python tests/mpi/op_new_algorithms.py --steps 8 [--poison_between]
+
+For each algorithm x mode: one op, the same seeded global A and B on every rank, this rank's shards
+written into op.a / op.b, then --steps calls of op() back to back (no host barrier between them; with
+--poison_between op.c is filled with NaN between two steps). Then each rank's C is checked against its
+part of torch's float64 product of the whole inputs (all_gather_gemm: C[:, its N/W columns];
+gemm_reduce_scatter: C[its M/W rows, :]). The first combination of each algorithm also writes new
+inputs and checks one more step. M is chosen so that M/W is not a multiple of the 16-row tiles: row
+blocks straddle two ranks' rows. One line per combination:
+
+    OP_NEW_OK <algorithm> <mode> ranks W steps S err E
+
+Any failure prints "OP_NEW_FAIL <algorithm> <mode> ...: <what>" and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+from op_back_to_back import cpu_options, global_inputs, sync
+
+import iris_ops
+from overlap.algorithms import ALGORITHMS as RECORDS
+from overlap.planner import MODES
+from overlap.op import OverlapOp
+
+ALGORITHMS = ("all_gather_gemm", "gemm_reduce_scatter")
+TOL = {"fp32": 1e-4, "fp16": 2e-3, "bf16": 1e-2}
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def shards(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """This rank's shards of the global A and B for the op's algorithm."""
+    r, alg = op.rank, op.alg
+    if alg.gathers_a:  # A row-sharded, B column-sharded
+        rows, cols = op.local_m, op.local_n
+        return a[r * rows:(r + 1) * rows, :], b[:, r * cols:(r + 1) * cols]
+    w = op.local_k  # A column-sharded, B row-sharded
+    return a[:, r * w:(r + 1) * w], b[r * w:(r + 1) * w, :]
+
+
+def load_inputs(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> None:
+    sa, sb = shards(op, a, b)
+    op.a.copy_(sa)
+    op.b.copy_(sb)
+
+
+def rel_error(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> float:
+    """||C - part of A @ B|| / ||part of A @ B|| (float64 product of the whole inputs; NaN -> inf)."""
+    full = torch.matmul(a.double().cpu(), b.double().cpu())
+    ref = RECORDS[op.cfg.algorithm].shard_of(full, op.rank, op.world)
+    assert tuple(op.c.shape) == tuple(ref.shape), f"C has shape {tuple(op.c.shape)}, expected {tuple(ref.shape)}"
+    err = float(torch.linalg.norm(op.c.double().cpu() - ref) / torch.linalg.norm(ref))
+    return err if err == err else float("inf")
+
+
+def worst_error(shmem, op: OverlapOp, a: torch.Tensor, b: torch.Tensor, tol: float, what: str) -> float:
+    errs = shmem.allgather(rel_error(op, a, b))
+    worst = max(range(len(errs)), key=lambda r: errs[r])
+    assert errs[worst] <= tol, f"{what}: relative error {errs[worst]:.3g} > {tol:g} on rank {worst} (all: {errs})"
+    return errs[worst]
+
+
+def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change_inputs: bool) -> str:
+    m, n, k, dt = args.m, args.n, args.k, args.datatype
+    op = OverlapOp.create(shmem, alg, m, n, k, dt, mode, **cpu_options())
+    seed = 2000 + 17 * ALGORITHMS.index(alg) + MODES.index(mode)
+    a, b = (x.to(DTYPES[dt]) for x in global_inputs(m, n, k, seed, op.device))
+    load_inputs(op, a, b)
+    shmem.barrier()  # every rank has built its op before any rank's first step
+    for i in range(args.steps):
+        if args.poison_between and i:
+            op.c.fill_(float("nan"))
+        c = op()
+        assert c is op.c, "op() must return the op's C buffer"
+    sync(op)
+    op.check_errors()
+    err = worst_error(shmem, op, a, b, TOL[dt], f"C after {args.steps} steps")
+    if change_inputs:
+        a2, b2 = (x.to(DTYPES[dt]) for x in global_inputs(m, n, k, seed + 500, op.device))
+        load_inputs(op, a2, b2)
+        op()
+        sync(op)
+        op.check_errors()
+        worst_error(shmem, op, a2, b2, TOL[dt], "C after new inputs were written into op.a/op.b")
+        stale = rel_error(op, a, b)
+        assert stale > 0.1, f"C still matches the old inputs (error {stale:.3g}): the op did not re-read its buffers"
+    shmem.barrier()  # no rank frees (resets) its heap while a peer may still touch it
+    return (f"OP_NEW_OK {alg} {mode} ranks {op.world} steps {args.steps} err {err:.2e}"
+            f"{' new_inputs ok' if change_inputs else ''}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--datatype", default="fp32", choices=sorted(DTYPES))
+    p.add_argument("--poison_between", action="store_true", help="fill op.c with NaN between two steps")
+    p.add_argument("--m", type=int, default=48)
+    p.add_argument("--n", type=int, default=32)
+    p.add_argument("--k", type=int, default=32)
+    args = p.parse_args()
+    algorithms = [x for x in args.algorithms.split(",") if x]
+    modes = [x for x in args.modes.split(",") if x]
+    shmem = iris_ops.iris(1 << 24)
+    rank = shmem.get_rank()
+    count = 0
+    for alg in algorithms:
+        for j, mode in enumerate(modes):
+            try:
+                line = run_combination(shmem, alg, mode, args, change_inputs=j == 0)
+            except Exception as exc:  # one line naming the combination, then a non-zero exit
+                print(f"OP_NEW_FAIL {alg} {mode} rank {rank} ranks {shmem.get_num_ranks()} steps {args.steps}: "
+                      f"{type(exc).__name__}: {exc}", flush=True)
+                return 1
+            if rank == 0:
+                print(line, flush=True)
+            count += 1
+            if hasattr(shmem, "reset_allocator"):
+                shmem.reset_allocator()
+    shmem.barrier()
+    if rank == 0:
+        print(f"OP_NEW_DONE {count} combinations", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

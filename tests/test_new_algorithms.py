@@ -1,0 +1,169 @@
+"""all_gather_gemm and gemm_reduce_scatter (issue 13): every mode on 2 and 4 ranks, steps back to back
+with C poisoned between them (tests/mpi/op_new_algorithms.py), bf16 all_gather_gemm (no atomics, so the
+interpreter runs it), benchmark.py's validation and log, the reference peers, the bad inputs (M, N or K
+that the split cannot divide: exit 2, one line naming the flag, nothing left in the shared-memory folder),
+and the heap sizing in this process.
+
+Each rank's C is compared with its part of torch's float64 product of the whole inputs: all_gather_gemm
+C[:, its N/W columns] (M x N/W), gemm_reduce_scatter C[its M/W rows] (M/W x N).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
+
+import iris_ops
+from overlap.algorithms import ALGORITHMS as RECORDS
+from overlap.planner import MODES
+from overlap.op import OverlapConfig, OverlapOp, heap_bytes
+from stream_k import KernelConfig
+
+SCRIPT = str(MPI_DIR / "op_new_algorithms.py")
+BENCH = str(REPO_ROOT / "benchmark.py")
+NEW = ("all_gather_gemm", "gemm_reduce_scatter")
+STEPS = {2: 6, 4: 3}  # interpreter steps per combination (~1-2 s a step on 2 CPU cores); 200 on GPUs
+CPU_KERNEL = KernelConfig(BLK_M=16, BLK_N=16, BLK_K=16, num_stages=1, num_warps=4)
+
+
+def check_output(out: str, nprocs: int, steps: int, algorithms: tuple[str, ...] = NEW,
+                 modes: tuple[str, ...] = MODES, tol: float = 1e-4) -> None:
+    assert "OP_NEW_FAIL" not in out, out
+    ok = re.findall(r"OP_NEW_OK (\w+) (\w+) ranks (\d+) steps (\d+) err (\S+)", out)
+    assert {(a, m) for a, m, *_ in ok} == {(a, m) for a in algorithms for m in modes}, out
+    for alg, mode, ranks, n, err in ok:
+        assert (int(ranks), int(n)) == (nprocs, steps), (alg, mode, ranks, n)
+        assert float(err) <= tol, (alg, mode, err)
+    assert out.count("new_inputs ok") == len(algorithms), out
+    assert f"OP_NEW_DONE {len(algorithms) * len(modes)} combinations" in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_every_mode_right_after_steps_back_to_back(nprocs: int, tmp_path: Path) -> None:
+    """Both algorithms x every mode: each rank's C right after several steps with nothing between them but
+    a NaN fill of C (which the stream semantics allow); M/W is not a multiple of the tile height, so row
+    blocks straddle two ranks' rows; new inputs are picked up at the next step; nothing left in shm."""
+    skip_unless_ranks(nprocs)
+    steps = 200 if on_gpu() else STEPS[nprocs]
+    shm = tmp_path / "shm"
+    result = run_mpi(nprocs, SCRIPT, "--steps", str(steps), "--poison_between", timeout=900, env=shm_env(shm))
+    check_output(result.stdout, nprocs, steps)
+    assert leftovers(shm) == []
+
+
+@pytest.mark.slow
+def test_all_gather_gemm_bf16(tmp_path: Path) -> None:
+    """bf16 (no atomic adds in all_gather_gemm, so the interpreter runs it): fused and fused_sequential."""
+    modes = ("fused", "fused_sequential")
+    result = run_mpi(2, SCRIPT, "--steps", "3", "--datatype", "bf16", "--algorithms", "all_gather_gemm",
+                     "--modes", ",".join(modes), "--m", "64", "--n", "32", "--k", "48", timeout=600,
+                     env=shm_env(tmp_path / "shm"))
+    check_output(result.stdout, 2, 3, ("all_gather_gemm",), modes, tol=1e-2)
+
+
+@pytest.mark.slow
+def test_benchmark_validates_and_logs(tmp_path: Path) -> None:
+    """benchmark.py --validate on 2 ranks for both: validation passed, the log has the shard's sizes and comm_sms."""
+    out = tmp_path / "run.json"
+    shm = tmp_path / "shm"
+    res = run_mpi(2, BENCH, "--algorithm", ",".join(NEW), "--mode", "fused,fused_sequential", "--datatype", "fp32",
+                  "-m", "48", "-n", "32", "-k", "32", "--total_sms", "4", "--gemm_sms", "2", "--validate",
+                  "--validate_iters", "2", "--output_file", str(tmp_path / "run_{algorithm}_{mode}.json"),
+                  "--quiet", timeout=600, env=shm_env(shm))
+    assert res.stdout.count("validation passed on every rank") == 4, res.stdout
+    for alg in NEW:
+        for mode, comm_sms in (("fused", 2), ("fused_sequential", 0)):
+            rec = json.loads((out.parent / f"run_{alg}_{mode}.json").read_text())
+            assert rec["validation"]["passed"] is True, rec["validation"]
+            assert rec["comm_sms"] == comm_sms, (alg, mode, rec["comm_sms"])
+            sizes = rec["sizes"]
+            if alg == "all_gather_gemm":
+                assert (sizes["local_n"], sizes["local_k"]) == (16, 32), sizes
+            else:
+                assert (sizes["local_n"], sizes["local_k"]) == (32, 16), sizes
+    assert leftovers(shm) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alg,args,flag", [
+    ("all_gather_gemm", ("-m", "47", "-n", "32", "-k", "32"), "-m"),
+    ("all_gather_gemm", ("-m", "48", "-n", "31", "-k", "32"), "-n"),
+    ("gemm_reduce_scatter", ("-m", "47", "-n", "32", "-k", "32"), "-m"),
+    ("gemm_reduce_scatter", ("-m", "48", "-n", "32", "-k", "31"), "-k"),
+])
+def test_split_that_does_not_divide_is_refused(alg: str, args: tuple[str, ...], flag: str, tmp_path: Path) -> None:
+    shm = tmp_path / "shm"
+    res = run_mpi(2, BENCH, "--algorithm", alg, "--datatype", "fp32", *args, timeout=120, check=False,
+                  env=shm_env(shm))
+    assert res.returncode == 2, res.stdout
+    errors = [line for line in res.stdout.splitlines() if line.startswith("benchmark.py: error: ")]
+    assert len(errors) == 1, res.stdout
+    assert errors[0].startswith(f"benchmark.py: error: {flag}: {alg} splits"), errors[0]
+    assert "multiple of 2" in errors[0], errors[0]
+    assert leftovers(shm) == []
+
+
+@pytest.mark.slow
+def test_bf16_reduce_scatter_refused_on_the_cpu(tmp_path: Path) -> None:
+    if on_gpu():
+        pytest.skip("the refusal is for Triton's CPU interpreter (no bf16 atomic_add)")
+    res = run_mpi(2, BENCH, "--algorithm", "gemm_reduce_scatter", "--datatype", "bf16", "-m", "32", "-n", "32",
+                  "-k", "32", timeout=120, check=False, env=shm_env(tmp_path / "shm"))
+    assert res.returncode == 2, res.stdout
+    assert "benchmark.py: error: --datatype: gemm_reduce_scatter adds bf16 tiles atomically" in res.stdout
+
+
+@pytest.mark.slow
+def test_reference_peers_validate(tmp_path: Path) -> None:
+    """The vendor peers run on the CPU with gloo and validate; torch's fused ops say they need a GPU."""
+    out = tmp_path / "ref"
+    for collective in NEW:
+        res = run_mpi(2, "reference", "--collective", collective, "-m", "32", "-n", "48", "-k", "64",
+                      "--datatype", "bf16", "--iters", "2", "--warmup", "1", "--validate", "--output_dir", str(out),
+                      "--quiet", timeout=300, module=True)
+        assert res.returncode == 0, res.stdout
+    records = {json.loads(p.read_text())["variant"]: json.loads(p.read_text()) for p in out.glob("*.json")}
+    assert set(records) == {"all_gather_then_gemm", "gemm_then_reduce_scatter", "fused_all_gather_matmul",
+                            "fused_matmul_reduce_scatter"}
+    for key, alg in (("all_gather_then_gemm", "all_gather_gemm"), ("gemm_then_reduce_scatter", "gemm_reduce_scatter")):
+        rec = records[key]
+        assert rec["algorithm"] == alg and rec["vendor_baseline"] is True
+        if not on_gpu():
+            assert rec["validation"]["passed"] is True, rec["validation"]
+    if not on_gpu():
+        for key in ("fused_all_gather_matmul", "fused_matmul_reduce_scatter"):
+            assert "CPU" in records[key]["skipped"], records[key]["skipped"]
+
+
+# ---- in this process --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("alg", NEW)
+def test_heap_bytes_is_what_create_allocates(alg: str) -> None:
+    for world in (1, 2, 4, 8):
+        assert OverlapOp.heap_bytes(alg, 256, 512, 1024, "bf16", world) == heap_bytes(
+            OverlapConfig(alg, 256, 512, 1024, "bf16"), world)
+    need = OverlapOp.heap_bytes(alg, 48, 80, 32, "fp32", 1, kernel=CPU_KERNEL)
+    sh = iris_ops.iris(need)
+    try:
+        op = OverlapOp.create(sh, alg, 48, 80, 32, "fp32", total_sms=2, gemm_sms=1, kernel=CPU_KERNEL)
+        assert sh.heap_offset == need
+        assert op.c.shape == (48, 80) and op.a.shape == (48, 32)  # one rank: its shard is the whole
+    finally:
+        sh.close()
+
+
+def test_shard_of_and_shapes() -> None:
+    full = torch.arange(8 * 6, dtype=torch.float64).view(8, 6)
+    ag, rs = RECORDS["all_gather_gemm"], RECORDS["gemm_reduce_scatter"]
+    assert ag.c_shape(8, 6, 2) == (8, 3) and rs.c_shape(8, 6, 2) == (4, 6)
+    assert torch.equal(ag.shard_of(full, 1, 2), full[:, 3:])
+    assert torch.equal(rs.shard_of(full, 1, 2), full[4:, :])
+    assert ag.local_m(8, 2) == 4 and ag.local_n(6, 2) == 3 and ag.local_k(10, 2) == 10
+    assert rs.local_m(8, 2) == 8 and rs.local_n(6, 2) == 6 and rs.local_k(10, 2) == 5
+    assert ag.splits_m() and rs.splits_m() and not RECORDS["all_scatter"].splits_m()
