@@ -70,6 +70,46 @@ def c_layout(alg: Algorithm, m: int, n: int, world: int) -> tuple[int, int, int]
     return rows, padded_cols(cols), local_n
 
 
+@dataclass(frozen=True)
+class OverlapConfig:
+    """Everything that fixes the kernels of one op. `resolve` fills the None fields from the defaults."""
+
+    algorithm: str
+    m: int
+    n: int
+    k: int
+    datatype: str = "bf16"
+    mode: str = AUTO  # a mode, or "auto": the planner's choice
+    total_sms: int | None = None  # programs in all (the device's SM count)
+    gemm_sms: int | None = None  # programs doing GEMM work; the rest communicate
+    kernel: KernelConfig | None = None  # GEMM tile, stages, warps, TMA
+    comm_tile_m: int | None = None  # the block a communication step moves (a whole GEMM tile)
+    comm_tile_n: int | None = None
+    comm_threads: int = 256  # threads per program of the separate communication kernel
+    two_tiles: bool = True
+    schedule: str = "hybrid"
+    sk_first: bool = False
+    sk_rounds: int | None = None
+    gemm_joins_comm: bool = True
+    timeout_s: float = 30.0
+    # Filled by resolve: what the planner chose ({"source", "planned", "choice", ...}); not part of equality.
+    plan_info: dict[str, Any] | None = field(default=None, compare=False)
+
+    def resolve(self, device: torch.device, world_size: int = 1, cache: TuningCache | None = None) -> OverlapConfig:
+        """A copy with every None field (and mode "auto") filled in by the planner (overlap.planner) for this
+        problem on `device` (the interpreter on the CPU); the fields given are kept."""
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {self.algorithm!r}")
+        if self.mode not in (*MODES, AUTO):
+            raise ValueError(f"mode must be one of {', '.join(MODES)} or {AUTO}; got {self.mode!r}")
+        if self.plan_info is not None:
+            return self
+        fixed = {name: getattr(self, name) for name in PLANNED_FIELDS}
+        problem = Problem(self.algorithm, self.m, self.n, self.k, dtype_name(self.datatype), world_size)
+        chosen = plan(problem, Target.of(device), fixed, cache if cache is not None else TuningCache())
+        return dataclasses.replace(self, **chosen.choice.fields(), plan_info=chosen.as_dict())
+
+
 def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
     """Bytes of symmetric heap one op allocates on each rank."""
     alg = ALGORITHMS[cfg.algorithm]

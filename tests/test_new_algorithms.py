@@ -20,8 +20,8 @@ from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, sk
 
 import iris_ops
 from overlap.algorithms import ALGORITHMS as RECORDS
-from overlap.planner import MODES
 from overlap.op import OverlapConfig, OverlapOp, heap_bytes
+from overlap.planner import MODES
 from stream_k import KernelConfig
 
 SCRIPT = str(MPI_DIR / "op_new_algorithms.py")

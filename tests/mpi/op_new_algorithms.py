@@ -26,8 +26,8 @@ from op_back_to_back import cpu_options, global_inputs, sync
 
 import iris_ops
 from overlap.algorithms import ALGORITHMS as RECORDS
-from overlap.planner import MODES
 from overlap.op import OverlapOp
+from overlap.planner import MODES
 
 ALGORITHMS = ("all_gather_gemm", "gemm_reduce_scatter")
 TOL = {"fp32": 1e-4, "fp16": 2e-3, "bf16": 1e-2}
