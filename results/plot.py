@@ -6,8 +6,8 @@ Reads every run-log record (harness.runlog.read_records) into a pandas table, pr
 speed-up over the matching vendor baseline (all_reduce and one_shot vs the library all_reduce,
 all_scatter vs the library all_gather, same device, world size, datatype and shape), saves it as
 summary.csv, and draws with matplotlib (Agg):
-  bars_*.png    per shape: end-to-end time and TFLOP/s per GPU of every algorithm and mode (best
-                --gemm_sms), beside the references (grey, hatched)
+  bars_*.png    per shape: end-to-end time (whiskers: p10-p90) and TFLOP/s per GPU of every algorithm
+                and mode (best --gemm_sms), beside the references (grey, hatched)
   sweep_*.png   per shape with several --gemm_sms values: time vs gemm_sms per algorithm and mode,
                 references as horizontal lines
   gantt_*.png   per tile-timeline JSON (harness/trace.py) found among the inputs or given with
@@ -31,6 +31,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
@@ -95,6 +96,8 @@ def _row(rec: dict[str, Any]) -> dict[str, Any]:
         "gemm_sms": _num(flags.get("gemm_sms")) if rec.get("producer") != "reference" else math.nan,
         "total_sms": _num(flags.get("total_sms")),
         "e2e_ms": _num(timing.get("e2e_ms")),
+        "e2e_p10": _num(timing.get("e2e_p10_ms")),  # the spread of the isolated steps (absent in old logs)
+        "e2e_p90": _num(timing.get("e2e_p90_ms")),
         "tflops": _num(timing.get("tflops")),
         "gemm_ms": _num(kernels.get("gemm")),
         "comm_ms": _num(kernels.get("comm")),
@@ -180,9 +183,17 @@ def plot_bars(df: pd.DataFrame, out: Path) -> list[Path]:
             for bar, e in zip(bars, entries):
                 if e["ref"]:
                     bar.set_hatch(REFERENCE_HATCH)
-            for x, v in enumerate(values):
+            tops = list(values)
+            if col == "e2e_ms":  # whiskers: p10-p90 of the isolated steps, where the log has them
+                for x, e in enumerate(entries):
+                    lo, hi, v = e["row"].get("e2e_p10", math.nan), e["row"].get("e2e_p90", math.nan), values[x]
+                    if not (math.isnan(lo) or math.isnan(hi) or math.isnan(v)):
+                        ax.errorbar(x, v, yerr=[[max(0.0, v - lo)], [max(0.0, hi - v)]], fmt="none",
+                                    ecolor="black", elinewidth=0.8, capsize=3)
+                        tops[x] = max(v, hi)
+            for x, (v, top) in enumerate(zip(values, tops)):
                 if not math.isnan(v):
-                    ax.annotate(f"{v:.3g}", (x, v), ha="center", va="bottom", fontsize=7)
+                    ax.annotate(f"{v:.3g}", (x, top), ha="center", va="bottom", fontsize=7)
             ax.set_xticks(range(len(entries)), [e["label"] for e in entries], fontsize=7)
             ax.set_ylabel(ylabel)
             ax.grid(axis="y", alpha=0.3)
@@ -190,6 +201,9 @@ def plot_bars(df: pd.DataFrame, out: Path) -> list[Path]:
                    if any(not e["ref"] and f"\n{m}" in e["label"] for e in entries)]
         handles.append(Patch(facecolor=REFERENCE_COLOR, hatch=REFERENCE_HATCH, edgecolor="black",
                              label="reference (vendor library / torch)"))
+        if any(not math.isnan(e["row"].get("e2e_p90", math.nan)) for e in entries):
+            handles.append(Line2D([], [], color="black", marker="|", linestyle="none", markersize=8,
+                                  label="whiskers: p10-p90 of the timed steps"))
         fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), frameon=False)
         fig.suptitle(_title(device, w, dt, shape, "Time and throughput per algorithm and mode"), fontsize=10)
         fig.tight_layout(rect=(0, 0.06, 1, 1))

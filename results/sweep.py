@@ -3,12 +3,23 @@
     python -m results.sweep --world_sizes 2 --shapes 8192x8192x8192,4864x4096x8256 \\
         --gemm_sms 100,108,116,124 --references all_reduce,all_gather,symm_mem_all_reduce \\
         --validate --logdir results/logs/sweep --figdir results/figures
+    python -m results.sweep --grid model --logdir results/logs/h200x2/grid-COMMIT \\
+        --figdir results/figures/h200x2/grid-COMMIT
 
+`--grid NAME` runs a named list of (shape, datatype) cells (GRIDS: `model` is issue 12's grid, `tiny` a
+CPU-sized one for CI), validated, beside every equal-output peer (REFERENCES_FOR_GRID); `--shapes`
+adds cells of its own (each with every --datatypes). Within a cell the runs of ours and of the
+references take turns going first: even cells run the references first, odd cells run the whole
+cell's list reversed (ours first), so no side always starts on a cold or a warm machine.
 Each run is its own `mpirun -np W python benchmark.py ... --output_file LOGDIR/NAME.json` (or
 `python -m reference ... --output_dir LOGDIR`) subprocess; its output goes to LOGDIR/output/NAME.log.
 Resumable: a run whose log(s) already exist is skipped. A failed run is recorded in
 LOGDIR/failures.json and the sweep goes on (it is retried next time unless --skip_failed).
-At the end results/plot.py draws every figure from LOGDIR, so one command regenerates them all.
+LOGDIR/sweep_plan.json lists every planned run with its cell and family (merged over resumed sweeps),
+so results/grid_table.py can show a run that never wrote a log as a failure.
+Progress: one line as a run starts and one as it ends: index / runs to do, name, seconds, elapsed, ETA.
+At the end results/plot.py draws every figure from LOGDIR and results/grid_table.py writes grid.csv,
+grid.md and grid_*.png (ours vs the best equal-output peer) into FIGDIR, so one command regenerates them.
 --dry_run prints the commands (and which would be skipped) without running anything.
 """
 
@@ -24,7 +35,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +43,39 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness.checks import ConfigError, OneLineParser
 from reference.config import COLLECTIVES, DATATYPES, SPLIT_DIMS, default_log_name
 
 ROOT = Path(__file__).resolve().parent.parent
 ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
 MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential")
+# `auto`: the planner's choice (benchmark.py `--mode auto`, being added to benchmark.py; until it is there,
+# such runs fail and are listed in failures.json). Not in the default list for that reason.
+SWEEP_MODES = (*MODES, "auto")
+# Family of an algorithm: the runs of one family end with the same output (the whole C on every rank) and
+# are compared with the same peers; the table keeps the best validated run of each family.
+FAMILY = {"all_reduce": "reduce", "one_shot": "reduce", "all_scatter": "gather"}
+
+Cell = tuple[tuple[int, int, int], str]  # (M, N, K), datatype
+
+# Named grids: (M, N, K) and datatype. `model`: issue 12 (shapes of transformer layers, plus the two the
+# defaults were tuned on, an unaligned one and an fp16 one). `tiny`: small enough for the CPU interpreter
+# (fp32: the interpreter has no bf16 atomic_add and loses fp16 atomic updates between ranks); every
+# dimension is even, so each split is legal over 2 ranks; 24x36x44 leaves K/2 = 22 and N/2 = 18 fp32
+# elements per row, rows that are not 16-byte aligned.
+GRIDS: dict[str, list[Cell]] = {
+    "model": [
+        ((512, 8192, 8192), "bf16"), ((1024, 8192, 8192), "bf16"), ((2048, 4096, 14336), "bf16"),
+        ((4096, 8192, 28672), "bf16"), ((4096, 57344, 8192), "bf16"), ((16384, 8192, 8192), "bf16"),
+        ((4864, 4096, 8256), "bf16"), ((8192, 8192, 8192), "bf16"), ((1000, 3000, 2500), "bf16"),
+        ((4864, 4096, 8256), "fp16"),
+    ],
+    "tiny": [((32, 64, 64), "fp32"), ((24, 36, 44), "fp32")],
+}
+# The reference collectives a grid runs by default: every equal-output peer (the whole C on every rank:
+# cuBLAS + NCCL all_reduce, cuBLAS + torch symm-mem one-shot / two-shot, cuBLAS + NCCL all_gather) and
+# torch's fused_all_gather_matmul, which ends with a column shard of C (shown, never counted as a peer).
+REFERENCES_FOR_GRID = ("all_reduce", "symm_mem_all_reduce", "all_gather", "fused_all_gather_matmul")
 # Benchmark algorithm -> the dimension it splits over the world.
 BENCH_SPLIT = {"all_reduce": "k", "one_shot": "k", "all_scatter": "n"}
 
@@ -50,6 +89,7 @@ class SweepConfig:
     world_sizes: list[int] = field(default_factory=lambda: [2])
     shapes: list[tuple[int, int, int]] = field(default_factory=lambda: [(8192, 8192, 8192)])
     datatypes: list[str] = field(default_factory=lambda: ["bf16"])
+    grid: str | None = None  # a GRIDS name: its cells come first, then shapes x datatypes
     algorithms: list[str] = field(default_factory=lambda: list(ALGORITHMS))
     modes: list[str] = field(default_factory=lambda: list(MODES))
     gemm_sms: list[int | None] = field(default_factory=lambda: [None])  # None: benchmark.py's default split
@@ -73,6 +113,12 @@ class SweepConfig:
     plot: bool = True
     skip_failed: bool = False
 
+    def cells(self) -> list[Cell]:
+        """The (shape, datatype) cells in order: the grid's, then shapes x datatypes; duplicates once."""
+        cells = list(GRIDS[self.grid]) if self.grid else []
+        cells += [(s, dt) for s in self.shapes for dt in self.datatypes]
+        return list(dict.fromkeys(cells))
+
 
 @dataclass
 class Run:
@@ -82,6 +128,8 @@ class Run:
     kind: str  # "benchmark" or "reference"
     command: list[str]
     outputs: list[Path]
+    cell: dict[str, Any] = field(default_factory=dict)  # m, n, k, datatype, world_size, index (for the plan file)
+    what: dict[str, Any] = field(default_factory=dict)  # algorithm/mode/family or collective/variants
 
     def done(self) -> bool:
         """Every log exists and parses (a run killed while writing does not count)."""
@@ -141,14 +189,22 @@ def _choices(flag: str, text: str, valid: Iterable[str], allow_none: bool = Fals
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m results.sweep", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = OneLineParser(prog="python -m results.sweep", description=__doc__.split("\n\n")[0],
+                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     a = p.add_argument
     a("--world_sizes", default="2", help="ranks (GPUs) per run, comma-separated")
-    a("--shapes", default="8192x8192x8192", help="MxNxK problem sizes, comma-separated")
-    a("--datatypes", default="bf16", help=f"comma-separated, of {', '.join(DATATYPES)}")
+    a("--grid", default=None, help=f"a named grid of (shape, datatype) cells, one of {', '.join(GRIDS)}: "
+      + "; ".join(f"{name}: " + ", ".join(f"{m}x{n}x{k} {dt}" for (m, n, k), dt in cells)
+                  for name, cells in GRIDS.items())
+      + f". Implies --validate; references default to {','.join(REFERENCES_FOR_GRID)}")
+    a("--shapes", default=None,
+      help="MxNxK problem sizes, comma-separated, each run with every --datatypes (default: 8192x8192x8192 "
+      "without --grid; with --grid, extra cells)")
+    a("--datatypes", default="bf16", help=f"comma-separated, of {', '.join(DATATYPES)} (for --shapes)")
     a("--algorithms", default=",".join(ALGORITHMS), help="benchmark.py algorithms (or none)")
-    a("--modes", default=",".join(MODES), help="benchmark.py modes")
+    a("--modes", default=",".join(MODES),
+      help=f"benchmark.py modes, of {', '.join(SWEEP_MODES)} (auto: the planner's choice, benchmark.py "
+      "--mode auto; the table keeps the best validated run per family either way)")
     a("--gemm_sms", default="default", help="--gemm_sms values to sweep ('default': benchmark.py's own split)")
     a("--no_split_modes", default="bulk_sync,fused_sequential",
       help="modes that ignore --gemm_sms (all SMs do each phase): run once with the default split (or none)")
@@ -158,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--warmup", type=int, default=10, help="warm-up iterations per run")
     a("--validate", action="store_true", help="validate every run")
     a("--trace_tiles", action="store_true", help="pass --trace_tiles to benchmark.py")
-    a("--references", default="all_reduce,all_gather",
-      help=f"reference collectives (python -m reference), comma-separated, of {', '.join(COLLECTIVES)} (or none)")
+    a("--references", default=None,
+      help=f"reference collectives (python -m reference), comma-separated, of {', '.join(COLLECTIVES)} (or none); "
+      f"default all_reduce,all_gather, with --grid {','.join(REFERENCES_FOR_GRID)}")
     a("--logdir", default="results/logs/sweep", help="one JSON log per run; failures.json; output/*.log")
     a("--figdir", default="results/figures", help="where results/plot.py puts the figures")
     a("--launcher", default="auto", choices=("auto", "mpirun", "torchrun"), help="auto: mpirun if on PATH")
@@ -169,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--ref_args", default="", help="extra flags for every reference run (one shell-quoted string)")
     a("--run_timeout_s", type=float, default=1800.0, help="a run taking longer is killed and recorded as failed")
     a("--dry_run", action="store_true", help="print the commands, run nothing")
-    a("--no_plot", action="store_true", help="do not call results/plot.py at the end")
+    a("--no_plot", action="store_true", help="do not call results/plot.py and results/grid_table.py at the end")
     a("--skip_failed", action="store_true", help="do not retry runs listed in failures.json")
     return p
 
@@ -183,18 +240,24 @@ def parse_config(argv: list[str] | None) -> SweepConfig:
         raise SweepError(f"--warmup: must be >= 0, got {ns.warmup}")
     if ns.total_sms is not None and ns.total_sms < 1:
         raise SweepError(f"--total_sms: must be >= 1, got {ns.total_sms}")
+    if ns.grid is not None and ns.grid not in GRIDS:
+        raise SweepError(f"--grid: must be one of {', '.join(GRIDS)}; got {ns.grid!r}")
+    shapes_text = ns.shapes if ns.shapes is not None else ("" if ns.grid else "8192x8192x8192")
+    refs_default = ",".join(REFERENCES_FOR_GRID) if ns.grid else "all_reduce,all_gather"
     return SweepConfig(
         world_sizes=_ints("--world_sizes", ns.world_sizes),
-        shapes=_triples("--shapes", ns.shapes),
+        shapes=_triples("--shapes", shapes_text) if shapes_text or ns.shapes is not None else [],
         datatypes=_choices("--datatypes", ns.datatypes, DATATYPES),
+        grid=ns.grid,
         algorithms=_choices("--algorithms", ns.algorithms, ALGORITHMS, allow_none=True),
-        modes=_choices("--modes", ns.modes, MODES),
+        modes=_choices("--modes", ns.modes, SWEEP_MODES),
         gemm_sms=_ints("--gemm_sms", ns.gemm_sms, allow_default=True),
         no_split_modes=_choices("--no_split_modes", ns.no_split_modes, MODES, allow_none=True),
         total_sms=ns.total_sms,
         blocks=_triples("--blocks", ns.blocks, allow_default=True),
-        iters=ns.iters, warmup=ns.warmup, validate=ns.validate, trace_tiles=ns.trace_tiles,
-        references=_choices("--references", ns.references, COLLECTIVES, allow_none=True),
+        iters=ns.iters, warmup=ns.warmup, validate=ns.validate or ns.grid is not None, trace_tiles=ns.trace_tiles,
+        references=_choices("--references", ns.references if ns.references is not None else refs_default,
+                            COLLECTIVES, allow_none=True),
         logdir=Path(ns.logdir), figdir=Path(ns.figdir), launcher=ns.launcher, python=ns.python,
         benchmark_script=Path(ns.benchmark_script), bench_args=shlex.split(ns.bench_args),
         ref_args=shlex.split(ns.ref_args), run_timeout_s=ns.run_timeout_s, dry_run=ns.dry_run,
@@ -229,36 +292,65 @@ def bench_name(alg: str, mode: str, dt: str, shape: tuple[int, int, int], w: int
 
 
 def plan(cfg: SweepConfig) -> tuple[list[Run], list[str]]:
-    """Every run of the sweep in order, and notes on combinations left out (sizes the world cannot split)."""
+    """Every run of the sweep in order, and notes on combinations left out (sizes the world cannot split).
+
+    Cells are (world size, shape, datatype). Within a cell the references come first in even cells and the
+    cell's whole list is reversed in odd ones (ours first, the references in reverse order): a deterministic
+    alternation, so neither side always runs first (issue 12, stable peers)."""
     launcher = resolve_launcher(cfg.launcher)
     runs: list[Run] = []
     notes: list[str] = []
+    index = 0
     for w in cfg.world_sizes:
-        for shape in cfg.shapes:
+        for shape, dt in cfg.cells():
             dims = dict(zip("mnk", shape))
-            for dt in cfg.datatypes:
-                for coll in cfg.references:
-                    bad = [d for v in COLLECTIVES[coll] for d in SPLIT_DIMS[v] if dims[d] % w]
-                    if bad:
-                        notes.append(f"reference {coll} {shape} W={w}: {bad[0].upper()} is not a multiple of {w}")
-                        continue
-                    m, n, k = shape
-                    cmd = [*launch_prefix(launcher, w, cfg.python), "-m", "reference", "--collective", coll,
-                           "-m", str(m), "-n", str(n), "-k", str(k), "--datatype", dt, "--iters", str(cfg.iters),
-                           "--warmup", str(cfg.warmup), "--output_dir", str(cfg.logdir)]
-                    cmd += ["--validate"] if cfg.validate else []
-                    outputs = [cfg.logdir / default_log_name(v, dt, m, n, k, w) for v in COLLECTIVES[coll]]
-                    runs.append(Run(f"ref_{coll}_{dt}_{m}x{n}x{k}_w{w}", "reference", cmd + cfg.ref_args, outputs))
-                for alg in cfg.algorithms:
-                    if dims[BENCH_SPLIT[alg]] % w:
-                        notes.append(f"{alg} {shape} W={w}: {BENCH_SPLIT[alg].upper()} is not a multiple of {w}")
-                        continue
-                    for mode in cfg.modes:
-                        splits = [None] if mode in cfg.no_split_modes else cfg.gemm_sms
-                        for blocks in cfg.blocks:
-                            for g in splits:
-                                runs.append(_bench_run(cfg, launcher, alg, mode, dt, shape, w, g, blocks))
+            m, n, k = shape
+            cell = {"m": m, "n": n, "k": k, "datatype": dt, "world_size": w, "index": index}
+            cell_runs: list[Run] = []
+            for coll in cfg.references:
+                bad = [d for v in COLLECTIVES[coll] for d in SPLIT_DIMS[v] if dims[d] % w]
+                if bad:
+                    notes.append(f"reference {coll} {shape} W={w}: {bad[0].upper()} is not a multiple of {w}")
+                    continue
+                cmd = [*launch_prefix(launcher, w, cfg.python), "-m", "reference", "--collective", coll,
+                       "-m", str(m), "-n", str(n), "-k", str(k), "--datatype", dt, "--iters", str(cfg.iters),
+                       "--warmup", str(cfg.warmup), "--output_dir", str(cfg.logdir)]
+                cmd += ["--validate"] if cfg.validate else []
+                outputs = [cfg.logdir / default_log_name(v, dt, m, n, k, w) for v in COLLECTIVES[coll]]
+                cell_runs.append(Run(f"ref_{coll}_{dt}_{m}x{n}x{k}_w{w}", "reference", cmd + cfg.ref_args, outputs,
+                                     cell, {"collective": coll, "variants": list(COLLECTIVES[coll])}))
+            for alg in cfg.algorithms:
+                if dims[BENCH_SPLIT[alg]] % w:
+                    notes.append(f"{alg} {shape} W={w}: {BENCH_SPLIT[alg].upper()} is not a multiple of {w}")
+                    continue
+                for mode in cfg.modes:
+                    splits = [None] if mode in cfg.no_split_modes else cfg.gemm_sms
+                    for blocks in cfg.blocks:
+                        for g in splits:
+                            run = _bench_run(cfg, launcher, alg, mode, dt, shape, w, g, blocks)
+                            run.cell = cell
+                            run.what = {"algorithm": alg, "mode": mode, "family": FAMILY[alg], "gemm_sms": g}
+                            cell_runs.append(run)
+            runs += cell_runs[::-1] if index % 2 else cell_runs
+            index += 1
     return runs, notes
+
+
+def write_plan(runs: list[Run], logdir: Path) -> Path:
+    """LOGDIR/sweep_plan.json: every run planned here or by an earlier sweep into the same folder (by name)."""
+    path = logdir / "sweep_plan.json"
+    try:
+        old = json.loads(path.read_text()).get("runs", {})
+    except (OSError, ValueError, AttributeError):
+        old = {}
+    new = {r.name: {"kind": r.kind, "cell": r.cell, **r.what, "order": i, "outputs": [p.name for p in r.outputs]}
+           for i, r in enumerate(runs)}
+    data = {"schema": "streamk-pgas/sweep-plan/1", "runs": {**old, **new}}
+    logdir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+    return path
 
 
 def _bench_run(cfg: SweepConfig, launcher: str, alg: str, mode: str, dt: str, shape: tuple[int, int, int], w: int,
@@ -349,16 +441,10 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
-def _progress(runs: list[Run]) -> Iterator[tuple[int, Run]]:
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        yield from enumerate(runs, 1)
-        return
-    bar = tqdm(runs, unit="run", file=sys.stderr)
-    for i, run in enumerate(bar, 1):
-        bar.set_description(run.name[:60])
-        yield i, run
+def _clock(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
 
 
 def run_sweep(cfg: SweepConfig) -> int:
@@ -367,6 +453,7 @@ def run_sweep(cfg: SweepConfig) -> int:
         print(f"sweep: left out {note}", file=sys.stderr)
     failures = Failures(cfg.logdir)
     plot_cmd = [cfg.python, str(ROOT / "results" / "plot.py"), str(cfg.logdir), "--out", str(cfg.figdir)]
+    table_cmd = [cfg.python, str(ROOT / "results" / "grid_table.py"), str(cfg.logdir), "--out", str(cfg.figdir)]
     if cfg.dry_run:
         for run in runs:
             state = "skip (log exists)" if run.done() else (
@@ -374,37 +461,43 @@ def run_sweep(cfg: SweepConfig) -> int:
             print(f"[{state}] {shlex.join(run.command)}")
         if cfg.plot:
             print(f"[plot] {shlex.join(plot_cmd)}")
+            print(f"[table] {shlex.join(table_cmd)}")
         return 0
 
-    cfg.logdir.mkdir(parents=True, exist_ok=True)
-    counts = {"ran": 0, "skipped": 0, "failed": 0}
-    for i, run in _progress(runs):
-        if run.done() or (cfg.skip_failed and run.name in failures.data):
-            counts["skipped"] += 1
-            continue
-        print(f"[{i}/{len(runs)}] {run.name} ...", file=sys.stderr, flush=True)
+    write_plan(runs, cfg.logdir)
+    todo = [r for r in runs if not (r.done() or (cfg.skip_failed and r.name in failures.data))]
+    counts = {"ran": 0, "skipped": len(runs) - len(todo), "failed": 0}
+    print(f"sweep: {len(runs)} runs in {len({r.cell.get('index') for r in runs})} cells: {counts['skipped']} done "
+          f"before (skipped), {len(todo)} to run; logs in {cfg.logdir}", file=sys.stderr, flush=True)
+    start = time.monotonic()
+    for i, run in enumerate(todo, 1):
+        head = f"[{i}/{len(todo)}] {run.name}"
+        print(f"{head} ...", file=sys.stderr, flush=True)
         rc, tail, seconds = execute(run, cfg)
         counts["ran"] += 1
+        elapsed = time.monotonic() - start
+        when = f"elapsed {_clock(elapsed)}, ETA {_clock(elapsed / i * (len(todo) - i))}"
         if rc != 0 or not run.done():
             counts["failed"] += 1
             failures.record(run, rc, tail, seconds)
-            print(f"[{i}/{len(runs)}] {run.name}: FAILED (exit {rc}, {seconds:.1f} s; see "
+            print(f"{head}: FAILED (exit {rc}, {seconds:.1f} s; {when}; see "
                   f"{cfg.logdir / 'output' / (run.name + '.log')})", file=sys.stderr, flush=True)
         else:
             failures.clear(run)
-            print(f"[{i}/{len(runs)}] {run.name}: ok ({seconds:.1f} s)", file=sys.stderr, flush=True)
+            print(f"{head}: ok ({seconds:.1f} s; {when})", file=sys.stderr, flush=True)
     print(f"sweep: {len(runs)} runs: {counts['ran']} ran, {counts['skipped']} skipped (done before), "
-          f"{counts['failed']} failed" + (f" (listed in {failures.path})" if counts["failed"] else ""),
-          file=sys.stderr)
+          f"{counts['failed']} failed" + (f" (listed in {failures.path})" if counts["failed"] else "")
+          + f" in {_clock(time.monotonic() - start)}", file=sys.stderr)
     if cfg.plot:
         subprocess.run(plot_cmd, check=False)
+        subprocess.run(table_cmd, check=False)
     return 1 if counts["failed"] else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         cfg = parse_config(argv)
-    except SweepError as exc:
+    except (SweepError, ConfigError) as exc:  # one line naming the flag
         print(f"sweep: error: {exc}", file=sys.stderr)
         return 2
     return run_sweep(cfg)

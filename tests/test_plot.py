@@ -80,6 +80,9 @@ def test_speedups_match_the_vendor_reference(logdir: Path) -> None:
         ref = ref_ag if row["algorithm"] == "all_scatter" else ref_ar
         assert row["speedup"] == pytest.approx(ref / row["e2e_ms"])
     assert df[df["algorithm"] == "gemm"]["speedup"].isna().all()
+    refs = df[df["producer"] == "reference"]  # every reference figure comes with its spread (bars' whiskers)
+    assert len(refs) >= 3 and refs["e2e_p10"].notna().all()
+    assert ((refs["e2e_p10"] <= refs["e2e_ms"]) & (refs["e2e_ms"] <= refs["e2e_p90"])).all()
 
 
 def test_runs_that_differ_in_options_get_their_own_bars(logdir: Path, tmp_path: Path) -> None:
