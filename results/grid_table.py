@@ -99,7 +99,8 @@ def record_row(rec: dict[str, Any]) -> dict[str, Any]:
     else:
         status = "not validated"
     mode = rec.get("mode")
-    asked = flags.get("mode")
+    plan = flags.get("plan") if isinstance(flags.get("plan"), dict) else {}
+    asked = "auto" if "mode" in (plan.get("planned") or []) else flags.get("mode")  # the planner chose the mode
     return {
         "producer": producer,
         "algorithm": rec.get("algorithm"),

@@ -29,6 +29,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -202,9 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
       "without --grid; with --grid, extra cells)")
     a("--datatypes", default="bf16", help=f"comma-separated, of {', '.join(DATATYPES)} (for --shapes)")
     a("--algorithms", default=",".join(ALGORITHMS), help="benchmark.py algorithms (or none)")
-    a("--modes", default=",".join(MODES),
-      help=f"benchmark.py modes, of {', '.join(SWEEP_MODES)} (auto: the planner's choice, benchmark.py "
-      "--mode auto; the table keeps the best validated run per family either way)")
+    a("--modes", default=None,
+      help=f"benchmark.py modes, of {', '.join(SWEEP_MODES)} (auto: the planner's choice, benchmark.py --mode auto). "
+      f"Default: {','.join(MODES)}; with --grid, auto if benchmark.py takes it (asked once through --help), else "
+      "all four. The table keeps the best validated run per family either way")
     a("--gemm_sms", default="default", help="--gemm_sms values to sweep ('default': benchmark.py's own split)")
     a("--no_split_modes", default="bulk_sync,fused_sequential",
       help="modes that ignore --gemm_sms (all SMs do each phase): run once with the default split (or none)")
@@ -231,6 +233,30 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def benchmark_takes_auto(python: str, script: str | Path) -> bool:
+    """Whether `script --help` lists `auto` under --mode (the planner's choice; benchmark.py gained it in
+    issue 12). One plain-Python call, a few seconds; False if it cannot be asked."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    try:
+        out = subprocess.run([python, str(script), "--help"], capture_output=True, text=True, timeout=180,
+                             env=env).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    section = re.search(r"\n  --mode MODE(.*?)(?=\n  -|\Z)", out, re.S)
+    return bool(section and re.search(r"\bauto:", section.group(1)))
+
+
+def _default_modes(ns: argparse.Namespace) -> list[str]:
+    if not ns.grid:
+        return list(MODES)
+    if benchmark_takes_auto(ns.python, ns.benchmark_script):
+        print("sweep: --modes auto (the planner's choice; give --modes to sweep modes yourself)", file=sys.stderr)
+        return ["auto"]
+    print(f"sweep: {ns.benchmark_script} does not take --mode auto: running every mode ({','.join(MODES)}); the "
+          "table keeps the best validated run per family", file=sys.stderr)
+    return list(MODES)
+
+
 def parse_config(argv: list[str] | None) -> SweepConfig:
     ns = build_parser().parse_args(argv)
     for flag, v in (("--iters", ns.iters), ("--run_timeout_s", ns.run_timeout_s)):
@@ -250,7 +276,7 @@ def parse_config(argv: list[str] | None) -> SweepConfig:
         datatypes=_choices("--datatypes", ns.datatypes, DATATYPES),
         grid=ns.grid,
         algorithms=_choices("--algorithms", ns.algorithms, ALGORITHMS, allow_none=True),
-        modes=_choices("--modes", ns.modes, SWEEP_MODES),
+        modes=_choices("--modes", ns.modes, SWEEP_MODES) if ns.modes is not None else _default_modes(ns),
         gemm_sms=_ints("--gemm_sms", ns.gemm_sms, allow_default=True),
         no_split_modes=_choices("--no_split_modes", ns.no_split_modes, MODES, allow_none=True),
         total_sms=ns.total_sms,

@@ -221,3 +221,12 @@ def test_a_cell_without_any_log_is_a_failure_row_on_the_sweeps_device(sweep_dir:
     assert "all_scatter_fused_C: no log (not run yet, or interrupted)" in r["ours_status"]
     assert r["all_gather_status"].startswith("missing") and r["ran_first"] == "ours"
     assert summarize(t)["failures"] == 2
+
+
+def test_a_mode_the_planner_chose_is_marked_auto(tmp_path: Path) -> None:
+    planned = bench("all_scatter", "fused", A, 0.25, loop=0.26)
+    planned["flags"]["plan"] = {"planned": ["mode", "gemm_sms"], "source": "model"}
+    (tmp_path / "a.json").write_text(json.dumps(planned))
+    (tmp_path / "b.json").write_text(json.dumps(ref("all_gather", "all_gather", A, 0.30, loop=0.31)))
+    r = row(table_of(tmp_path), A, "gather")
+    assert r["ours_run"] == "all_scatter fused (auto) g116" and r["ratio"] == pytest.approx(0.31 / 0.26)

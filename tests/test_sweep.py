@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # results/ is a folder of scripts, not an installed package
 
-from results.sweep import GRIDS, REFERENCES_FOR_GRID, main, parse_config, plan  # noqa: E402
+from results.sweep import GRIDS, MODES, REFERENCES_FOR_GRID, main, parse_config, plan  # noqa: E402
 
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not on PATH")
 
@@ -103,6 +103,15 @@ def test_grid_plan_cells_peers_validation_and_alternating_order(tmp_path: Path) 
     cfg = parse_config(["--grid", "tiny", "--shapes", "64x48x32", "--datatypes", "fp16", "--logdir", str(tmp_path)])
     assert cfg.cells() == [*GRIDS["tiny"], ((64, 48, 32), "fp16")]
     assert plan(cfg)[1] == []
+    # a grid's modes: auto where benchmark.py lists it under --mode, else every mode
+    for help_text, modes in (("  --mode MODE  auto: the planner's choice; fused: one kernel\n  --tma TMA  auto: on",
+                              ["auto"]),
+                             ("  --mode MODE  bulk_sync: ...; fused: one kernel\n  --tma TMA  (on/off; auto: on)",
+                              list(MODES))):
+        fake = tmp_path / "fake_help.py"
+        fake.write_text(f"print({'usage: benchmark.py [--mode MODE] [--tma TMA]' + chr(10) + help_text!r})")
+        cfg = parse_config(["--grid", "tiny", "--benchmark_script", str(fake), "--logdir", str(tmp_path)])
+        assert cfg.modes == modes
     # without --grid: the old default (one shape, no validation, two references)
     cfg = parse_config(["--logdir", str(tmp_path)])
     assert cfg.cells() == [((8192, 8192, 8192), "bf16")] and not cfg.validate
