@@ -87,8 +87,9 @@ class OverlapFixture:
         """Fill every output with a sentinel so that an unwritten or stale element fails validation."""
         op = self.op
         bad = float("nan") if op.out_dtype.is_floating_point else -(2**31) + 7
-        op.c.fill_(bad)
-        op.heap_c.fill_(bad)  # the wide C of unaligned all_scatter (else C's padded storage)
+        op.heap_c.fill_(bad)  # C's storage (padded rows), or the wide C of unaligned all_scatter
+        if op.wide_c:
+            op.c.fill_(bad)  # then C is a buffer of its own
         if op.partial is not None:
             op.partial.fill_(bad)
 
