@@ -45,11 +45,9 @@ MODE_HELP = {
 # Stream-K rounds, communication tile) is the planner's (overlap/planner.py) unless given.
 CPU_DEFAULTS = {"m": 64, "n": 64, "k": 64, "iters": 3, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp16"}
 GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
-# Flags the planner fills when unset, and the OverlapConfig field each one is part of.
-PLANNED_FLAGS = {"mode": "mode", "total_sms": "total_sms", "gemm_sms": "gemm_sms", "sk_rounds": "sk_rounds",
-                 "COMMUNICATION_TILE_M": "comm_tile_m", "COMMUNICATION_TILE_N": "comm_tile_n",
-                 "BLK_M": "kernel", "BLK_N": "kernel", "BLK_K": "kernel", "num_stages": "kernel",
-                 "num_warps": "kernel", "tma": "kernel"}
+# Flags the planner fills when unset (the kernel's fields and --tma make up OverlapConfig.kernel).
+PLANNED_FLAGS = ("mode", "total_sms", "gemm_sms", "sk_rounds", "COMMUNICATION_TILE_M", "COMMUNICATION_TILE_N",
+                 "BLK_M", "BLK_N", "BLK_K", "num_stages", "num_warps", "tma")
 
 
 @dataclass

@@ -227,9 +227,14 @@ def predict_ms(p: Problem, target: Target, c: Candidate, eff: float) -> float:
     return g + rest + tail + local_ms + sync + extra
 
 
+def given(fixed: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The fields a caller fixed: those not None (and a mode other than "auto")."""
+    return {k: v for k, v in (fixed or {}).items() if v is not None and not (k == "mode" and v == AUTO)}
+
+
 def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None = None) -> list[Candidate]:
     """Every candidate that agrees with the fixed fields, best predicted first."""
-    fixed = {k: v for k, v in (fixed or {}).items() if v is not None and not (k == "mode" and v == AUTO)}
+    fixed = given(fixed)
     T = fixed.get("total_sms", target.sms)
     modes = [fixed["mode"]] if "mode" in fixed else list(MODES)
     kernels = [(fixed["kernel"], 1.0)] if "kernel" in fixed else kernel_candidates(p.datatype, target)
@@ -267,7 +272,7 @@ def interpreter_choice(p: Problem, fixed: Mapping[str, Any]) -> Candidate:
 def plan(p: Problem, target: Target, fixed: Mapping[str, Any] | None = None,
          cache: TuningCache | None = None) -> Plan:
     """The values for every field of PLANNED_FIELDS: the fixed ones as given, the rest planned."""
-    fixed = {k: v for k, v in (fixed or {}).items() if v is not None and not (k == "mode" and v == AUTO)}
+    fixed = given(fixed)
     planned = [f for f in PLANNED_FIELDS if f not in fixed]
     if target.interpreted:
         return Plan(interpreter_choice(p, fixed), planned, "interpreter")
