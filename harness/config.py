@@ -395,8 +395,8 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
     """Every refusal benchmark.py makes before launching anything."""
     if cfg.algorithm not in ALGORITHMS:
         raise ConfigError("--algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {cfg.algorithm!r}")
-    if cfg.mode not in MODES:
-        raise ConfigError("--mode", f"must be one of {', '.join(MODES)}, got {cfg.mode!r}")
+    if cfg.mode not in (*MODES, AUTO):
+        raise ConfigError("--mode", f"must be one of {AUTO}, {', '.join(MODES)}, got {cfg.mode!r}")
     if cfg.datatype not in DATATYPES:
         raise ConfigError("--datatype", f"must be one of {', '.join(DATATYPES)}, got {cfg.datatype!r}")
     if cfg.schedule not in ("hybrid", "dp", "sk"):

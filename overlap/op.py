@@ -20,7 +20,8 @@ A and B may be the op's own buffers (`op.a`, `op.b`: write your data into them, 
 or any tensors of the right shape, dtype and device; the launch arguments for a pair of input
 buffers are bound once and reused while the same buffers come back, so a step costs the host one or
 two kernel launches. A tensor whose rows are not row-major with a stride that is a multiple of 16
-elements is copied into the op's own buffer first (one device copy, queued on the current stream).
+elements (or not 16-byte aligned) is copied into a padded staging buffer of the op first (one device
+copy, queued on the current stream; op.a / op.b are not touched).
 
 Any shape the split allows runs on the fast paths. A buffer whose row length is not a multiple of 16
 elements gets a padded row stride (the next multiple of 64; `stream_k.layout.padded_cols`), so that TMA descriptors
@@ -233,6 +234,7 @@ class OverlapOp:
         self._steps: dict[tuple, _Step] = {}
         self._last: tuple[Any, Any, str, _Step] | None = None
         self._preloaded: set[str] = set()
+        self._staging: dict[str, torch.Tensor] = {}  # copies of user inputs whose rows are not aligned
         self.broken: str | None = None
         # Every rank's control block is zeroed before any peer's first step may write into it.
         if self.on_gpu:
@@ -259,13 +261,17 @@ class OverlapOp:
         return self.c
 
     def _in_place(self, t: torch.Tensor | None, name: str) -> torch.Tensor | None:
-        """`t` itself when the kernels can read it as it is; else its copy in the op's own (padded) buffer."""
+        """`t` itself when the kernels can read it as it is; else its copy in a padded staging buffer of the
+        op (made at the first such call; op.a / op.b are left as they are)."""
         if t is None or (isinstance(t, torch.Tensor) and aligned_rows(t)):
             return t
         self._check_input(name, t)
-        own = self.a if name == "a" else self.b
-        own.copy_(t)
-        return own
+        staged = self._staging.get(name)
+        if staged is None:
+            staged = padded_zeros(t.shape[0], t.shape[1], self.dtype, self.device)
+            self._staging[name] = staged
+        staged.copy_(t)
+        return staged
 
     def step(self, timer: Any = None, *, traced: bool = False) -> None:
         """One step on the op's own input buffers; with `timer` (harness.timing.StepTimer) each kernel
