@@ -27,7 +27,7 @@ from harness.checks import (
 )
 from harness.dtypes import DATATYPES
 from harness.timing import START_SYNCS
-from overlap.planner import AUTO, MODES
+from overlap.planner import AUTO, MODES, has_mode
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
@@ -39,6 +39,8 @@ MODE_HELP = {
     "fused": "one kernel; programs < --gemm_sms do GEMM tiles, the others communication tiles",
     "fused_sequential": "one kernel on all SMs; each GEMM program pushes its finished tiles to the peers "
     "from its epilogue (one_shot: publishes, then reduces after its GEMM work)",
+    "copy_engine": "GEMM on all SMs; the copy engines move its finished rows (or A's rows) with no SM, "
+    "waiting on its tile counts (all_scatter, all_gather_gemm, gemm_reduce_scatter)",
 }
 
 # The problem and run defaults. Everything that shapes the kernels (mode, SM split, tiles, stages, warps, TMA,
@@ -295,7 +297,8 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
         where = device.name or device.backend
         raise ConfigError("--tma", f"on needs an NVIDIA GPU of compute capability 9.0+ (this is {where}); "
                           "use auto or off")
-    if cfg.algorithm in ALGORITHMS and cfg.datatype in DATATYPES and cfg.mode in (*MODES, AUTO):
+    if (cfg.algorithm in ALGORITHMS and cfg.datatype in DATATYPES and cfg.mode in (*MODES, AUTO)
+            and (cfg.mode == AUTO or has_mode(cfg.algorithm, cfg.mode))):
         apply_plan(cfg, values, device, world_size, defaulted)
     cfg.defaulted = defaulted
     cfg.cpu_small_default = on_cpu and all(x in defaulted for x in ("m", "n", "k"))
@@ -397,6 +400,9 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
         raise ConfigError("--algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {cfg.algorithm!r}")
     if cfg.mode not in (*MODES, AUTO):
         raise ConfigError("--mode", f"must be one of {AUTO}, {', '.join(MODES)}, got {cfg.mode!r}")
+    if cfg.mode != AUTO and not has_mode(cfg.algorithm, cfg.mode):
+        able = ", ".join(a for a in ALGORITHMS if has_mode(a, cfg.mode))
+        raise ConfigError("--mode", f"{cfg.mode} is built for {able}, not {cfg.algorithm}")
     if cfg.datatype not in DATATYPES:
         raise ConfigError("--datatype", f"must be one of {', '.join(DATATYPES)}, got {cfg.datatype!r}")
     if cfg.schedule not in ("hybrid", "dp", "sk"):
@@ -463,7 +469,11 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
     if not 1 <= cfg.total_sms <= device.sm_count:
         raise ConfigError("--total_sms", f"must be in [1, {device.sm_count}] (the device's SMs: every program "
                           f"must be resident, or waits could deadlock), got {cfg.total_sms}")
-    if not 1 <= cfg.gemm_sms < cfg.total_sms:
+    if cfg.mode == "copy_engine":
+        if cfg.gemm_sms != cfg.total_sms:
+            raise ConfigError("--gemm_sms", f"copy_engine runs the GEMM on every SM: leave it unset or give "
+                              f"--total_sms ({cfg.total_sms}), got {cfg.gemm_sms}")
+    elif not 1 <= cfg.gemm_sms < cfg.total_sms:
         raise ConfigError("--gemm_sms", f"must be in [1, {cfg.total_sms - 1}] (below --total_sms={cfg.total_sms}, "
                           f"leaving SMs to communicate), got {cfg.gemm_sms}")
     # Shared memory of one GEMM program: the pipelined A and B tiles.

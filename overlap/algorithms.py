@@ -12,6 +12,8 @@ Buffers (H: on the heap, reached by peers):
                          C [M, N/W], this rank's columns, written by the GEMM; nothing moves C.
     gemm_reduce_scatter  partial [M, N]; C [M/W, N] (H), this rank's rows of the sum, zeroed each step as for
                          all_reduce; each partial tile is atomically added into the owning rank's rows.
+                         copy_engine: the partial's rows go to their owner's RECV [W, M/W, N] (H), slot = sender,
+                         and C = own rows + the other slots, added after the step's copies.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class Algorithm:
     partial_buffer: bool  # the GEMM writes a partial M x N buffer, not (a slice of) C
     output: str = "full"  # what C is on each rank: "full" M x N; "cols" M x N/W (its columns); "rows" M/W x N
     gathers_a: bool = False  # A is row-sharded (M/W x K); the communication gathers it, the GEMM waits on its rows
+    # mode copy_engine's schedule (overlap.copy_steps): "scatter" C's columns to every peer, "reduce_rows" (send
+    # each owner its rows of the partial, add what arrives), "gather_a" (A's rows to every peer); None: no such mode
+    copy_schedule: str | None = None
 
     def local_k(self, k: int, world: int) -> int:
         return k // world if self.split == "k" else k
@@ -85,13 +90,16 @@ ALGORITHMS: dict[str, Algorithm] = {
     "all_reduce": Algorithm("all_reduce", "k", all_reduce_tile, store_and_signal, all_reduce_push_epilogue,
                             ready_from_every_rank=False, writes_peers=True, zeroes_c=True, partial_buffer=True),
     "all_scatter": Algorithm("all_scatter", "n", all_scatter_tile, store_and_signal, all_scatter_push_epilogue,
-                             ready_from_every_rank=False, writes_peers=True, zeroes_c=False, partial_buffer=False),
+                             ready_from_every_rank=False, writes_peers=True, zeroes_c=False, partial_buffer=False,
+                             copy_schedule="scatter"),
     "one_shot": Algorithm("one_shot", "k", one_shot_tile, one_shot_publish_epilogue, None,
                           ready_from_every_rank=True, writes_peers=False, zeroes_c=False, partial_buffer=True),
     "all_gather_gemm": Algorithm("all_gather_gemm", "n", no_tile, gathered_store_epilogue, None,
                                  ready_from_every_rank=False, writes_peers=True, zeroes_c=False,
-                                 partial_buffer=False, output="cols", gathers_a=True),
+                                 partial_buffer=False, output="cols", gathers_a=True,
+                                 copy_schedule="gather_a"),
     "gemm_reduce_scatter": Algorithm("gemm_reduce_scatter", "k", reduce_scatter_tile, store_and_signal,
                                      reduce_scatter_push_epilogue, ready_from_every_rank=False, writes_peers=True,
-                                     zeroes_c=True, partial_buffer=True, output="rows"),
+                                     zeroes_c=True, partial_buffer=True, output="rows",
+                                     copy_schedule="reduce_rows"),
 }

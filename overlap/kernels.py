@@ -285,3 +285,26 @@ def zero_and_announce_kernel(C, n_elems, CTRL, heap_bases, cur_rank, world_size:
 def announce_kernel(CTRL, heap_bases, cur_rank, world_size: tl.constexpr):
     """Tell every rank that this rank has arrived at the coming step (after the host zeroed C)."""
     _announce(CTRL, _step_epoch(CTRL), heap_bases, cur_rank, world_size)
+
+
+@triton.jit(do_not_specialize=["max_spins", "n_fill"])
+def ce_start_kernel(CTRL, FILL, n_fill, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr,
+                    FILL_BLOCK: tl.constexpr):
+    """The copy-engine mode's step start (one program, before the step's GEMM and copies): FILL[:n_fill] = e
+    (the words the copy engine copies into the peers' ready flags), announce arrival, wait for every rank's."""
+    e = _step_epoch(CTRL)
+    if FILL is not None:
+        offs = tl.arange(0, FILL_BLOCK)
+        for start in range(0, n_fill, FILL_BLOCK):
+            tl.store(FILL + start + offs, tl.full((FILL_BLOCK,), 0, tl.int32) + e, mask=start + offs < n_fill)
+        tl.debug_barrier()
+    _announce(CTRL, e, heap_bases, cur_rank, world_size)
+    _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
+
+
+@triton.jit(do_not_specialize=["max_spins", "step_programs"])
+def ce_finish_kernel(CTRL, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr):
+    """The copy-engine mode's step end, queued after the step's copies: counts as one program of the step
+    (the GEMM's are the others); the last to finish closes the step (peer barrier, epoch)."""
+    _finish(CTRL, _step_epoch(CTRL), step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, True,
+            "sys")

@@ -49,9 +49,19 @@ import torch
 from iris_ops import Iris, decode_error
 from iris_ops.device import ARCH
 from overlap.algorithms import ALGORITHMS, Algorithm
-from overlap.kernels import announce_kernel, comm_kernel, control_words, overlap_kernel, zero_and_announce_kernel
+from overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
+from overlap.copy_steps import reduce_rows_post, schedule_ops
+from overlap.kernels import (
+    announce_kernel,
+    ce_finish_kernel,
+    ce_start_kernel,
+    comm_kernel,
+    control_words,
+    overlap_kernel,
+    zero_and_announce_kernel,
+)
 from overlap.launch import BoundLaunch
-from overlap.planner import AUTO, MODES, PLANNED_FIELDS, Problem, Target, TuningCache, plan
+from overlap.planner import AUTO, MODES, PLANNED_FIELDS, Problem, Target, TuningCache, has_mode, plan
 from stream_k import KernelConfig, StreamKGemm, plan_streamk
 from stream_k.gemm import DTYPES, dtype_name, output_dtype
 from stream_k.layout import aligned_rows, padded_cols, padded_zeros
@@ -103,6 +113,9 @@ class OverlapConfig:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {self.algorithm!r}")
         if self.mode not in (*MODES, AUTO):
             raise ValueError(f"mode must be one of {', '.join(MODES)} or {AUTO}; got {self.mode!r}")
+        if self.mode != AUTO and not has_mode(self.algorithm, self.mode):
+            raise ValueError(f"mode {self.mode} is not built for {self.algorithm}; it is for "
+                             + ", ".join(a for a in ALGORITHMS if has_mode(a, self.mode)))
         if self.plan_info is not None:
             return self
         fixed = {name: getattr(self, name) for name in PLANNED_FIELDS}
@@ -124,6 +137,8 @@ def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
     rows, c_cols, _ = c_layout(alg, cfg.m, cfg.n, world_size)
     total = up(rows * c_cols * out_elem) + up(tiles * alg.ready_sources(world_size) * 4)
     total += up(control_words(world_size) * 4)
+    if alg.copy_schedule == "reduce_rows" and cfg.mode in ("copy_engine", AUTO):  # RECV: a slot per sender
+        total += up(cfg.m * padded_cols(cfg.n) * out_elem)
     if alg.gathers_a:  # the gathered A and its row-ready words
         in_elem = torch.empty((), dtype=DTYPES[dtype_name(cfg.datatype)]).element_size()
         total += up(cfg.m * padded_cols(cfg.k) * in_elem) + up(_a_ready_words(cfg.m, blk_m, world_size) * 4)
@@ -146,6 +161,8 @@ class _Step:
     side_name: str = "comm"
     post: list[Any] = field(default_factory=list)  # queued on the current stream last (wide C -> C)
     side_first: bool = False  # the main launches wait on the side one (all_gather_gemm): run in order, it goes first
+    pre_name: str = "zero"  # the spans of `pre` and `post` in the isolated timing
+    post_name: str = "compact"
 
     def launches(self) -> list[BoundLaunch]:
         side = [self.side] if self.side is not None else []
@@ -212,6 +229,17 @@ class OverlapOp:
             self.gemm_out = self.heap_c[:, r * block:r * block + self.local_n]
         else:
             self.gemm_out = self.partial
+        # copy_engine: finished tiles per row of tiles (counted by the GEMM, read by the copy engine), RECV for
+        # gemm_reduce_scatter (on the heap: peers copy into it), FILL for all_gather_gemm's ready words.
+        n_rb = -(-M // kc.BLK_M)
+        copy_kind = alg.copy_schedule if cfg.mode == "copy_engine" else None
+        # (as long as the tile flags: the GEMM's checks ask that of its flags; words past n_rb stay 0)
+        self.counts = torch.zeros(max(n_rb, self.tiles), dtype=torch.int32, device=self.device)
+        self.tiles_per_row = -(-self.local_n // kc.BLK_N)
+        self.recv = (shmem.zeros(W, M // W, padded_cols(N), dtype=self.out_dtype)[:, :, :N]
+                     if copy_kind == "reduce_rows" else None)
+        self.fill = torch.zeros(n_rb, dtype=torch.int32, device=self.device) if copy_kind == "gather_a" else None
+        self._engine = make_engine(self.on_gpu, cfg.timeout_s) if copy_kind else None
         self.errors = torch.zeros(1, dtype=torch.int32, device=self.device)
         self.gemm_trace: torch.Tensor | None = None
         self.comm_trace: torch.Tensor | None = None
@@ -219,14 +247,18 @@ class OverlapOp:
         # GEMM variants by program count: the mode's, and the one timed alone (--gemm_sms programs).
         self._gemms: dict[int, StreamKGemm] = {}
         T, G = cfg.total_sms, cfg.gemm_sms
-        self.gemm_programs = {"bulk_sync": T, "two_streams": G, "fused": G, "fused_sequential": T}[cfg.mode]
-        self.comm_programs = {"bulk_sync": T, "two_streams": T - G, "fused": T - G, "fused_sequential": 0}[cfg.mode]
+        self.gemm_programs = {"bulk_sync": T, "two_streams": G, "fused": G, "fused_sequential": T,
+                              "copy_engine": T}[cfg.mode]
+        # SMs the communication holds (copy_engine: none; its two one-program protocol kernels last microseconds)
+        self.comm_programs = {"bulk_sync": T, "two_streams": T - G, "fused": T - G, "fused_sequential": 0,
+                              "copy_engine": 0}[cfg.mode]
         self.main_gemm = self._gemm(self.gemm_programs)
         # GEMM programs join the communication when done with their tiles (GPU only: in the interpreter
         # programs run one after another, so an early program would wait on a later one's tile).
         self.join = (cfg.gemm_joins_comm and not INTERPRETED and cfg.mode in ("fused", "two_streams")
                      and not alg.gathers_a)
-        self.comm_stream = torch.cuda.Stream(self.device) if self.on_gpu and cfg.mode == "two_streams" else None
+        self.comm_stream = (torch.cuda.Stream(self.device) if self.on_gpu and cfg.mode in ("two_streams", "copy_engine")
+                            else None)
         if self.comm_stream is not None:
             self._fork = torch.cuda.Event()
             self._join = torch.cuda.Event()
@@ -333,7 +365,7 @@ class OverlapOp:
 
     def _run_timed(self, step: _Step, timer: Any) -> None:
         if step.pre:
-            with timer.span("zero"):
+            with timer.span(step.pre_name):
                 for action in step.pre:
                     action()
         if step.side is not None:
@@ -352,7 +384,7 @@ class OverlapOp:
                     for launch in group:
                         launch()
         if step.post:
-            with timer.span("compact"):
+            with timer.span(step.post_name):
                 for action in step.post:
                     action()
 
@@ -388,7 +420,7 @@ class OverlapOp:
             torch.cuda.synchronize(self.device)
         self.shmem.barrier()
         extra = [self.a_ready] if self.a_ready is not None else []
-        for t in (self.ctrl, self.ready, self.errors, *extra, *(g.locks for g in self._gemms.values())):
+        for t in (self.ctrl, self.ready, self.errors, self.counts, *extra, *(g.locks for g in self._gemms.values())):
             t.zero_()
         if self.on_gpu:
             torch.cuda.synchronize(self.device)
@@ -446,13 +478,16 @@ class OverlapOp:
 
     def _gemm_launch(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, comm_programs: int = 0,
                      join: bool = False, claim: bool = False, step_programs: int, peer_sync: bool = True,
-                     traced: bool = False, wait_a: bool = True, gemm_gathers: bool = False) -> BoundLaunch:
+                     traced: bool = False, wait_a: bool = True, gemm_gathers: bool = False,
+                     counts: bool = False) -> BoundLaunch:
         """The overlap kernel: GEMM programs, then `comm_programs` communication programs; with `join` the GEMM
         programs move tiles too once their GEMM work is done."""
         alg, seq = self.alg, self.sequential
         epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
+        if counts:  # copy_engine: count finished tiles per row of tiles for the copy schedule
+            epilogue = store_and_count
         gemm_a = self.ag if alg.gathers_a else a  # all_gather_gemm multiplies the gathered A
-        args = gemm.launch_args(gemm_a, b, self.gemm_out, tile_flags=self.ready,
+        args = gemm.launch_args(gemm_a, b, self.gemm_out, tile_flags=self.counts if counts else self.ready,
                                 gemm_trace=self._traces()[0] if traced else None, epilogue=epilogue,
                                 heap_bases=self.shmem.get_heap_bases(), cur_rank=self.rank, world_size=self.world)
         if seq and alg.zeroes_c:  # fused_sequential all_reduce / gemm_reduce_scatter: the epilogue adds into C
@@ -501,11 +536,18 @@ class OverlapOp:
             step.main = [("gemm_alone", [self._gemm_launch(g, a, b, step_programs=G, peer_sync=False,
                                                            wait_a=False)])]
             return step
+        if kind == "comm_alone" and mode == "copy_engine":  # the copies and the protocol, nothing waited for
+            step.pre = [self._ce_start_launch()]
+            ops = schedule_ops(alg.copy_schedule, self, a, self._ce_finish_launch(1), wait=False)
+            step.main = [("comm_alone", [CopySchedule(ops, self._engine)])]
+            return step
         if kind == "comm_alone":
             step.main = [("comm_alone", [self._comm_launch(T - G, claim=False, step_programs=T - G,
                                                            wait_ready=False, a=a)])]
             return step
         main = self.main_gemm
+        if mode == "copy_engine":
+            return self._build_copy(step, a, b, traced)
         if alg.gathers_a:
             return self._build_gather(step, a, b, traced)
         if mode == "bulk_sync":
@@ -537,11 +579,15 @@ class OverlapOp:
                 # later one, so there the reduce phase is a second launch over as many programs.
                 step.main = [("fused", [self._gemm_launch(main, a, b, step_programs=2 * T, traced=traced),
                                         self._comm_launch(T, claim=True, step_programs=2 * T, traced=traced)])]
-        if self.wide_c:  # each rank's padded column block of the heap buffer -> the contiguous C
-            M, W, n = cfg.m, self.world, self.local_n
-            src, dst = self.heap_c.view(M, W, -1)[:, :, :n], self.c.view(M, W, n)
-            step.post = [lambda: dst.copy_(src)]
+        if self.wide_c:
+            step.post = [self._compaction()]
         return step
+
+    def _compaction(self) -> Any:
+        """all_scatter's wide C: each rank's padded column block of the heap buffer -> the contiguous C."""
+        M, W, n = self.cfg.m, self.world, self.local_n
+        src, dst = self.heap_c.view(M, W, -1)[:, :, :n], self.c.view(M, W, n)
+        return lambda: dst.copy_(src)
 
     def _build_gather(self, step: _Step, a: torch.Tensor, b: torch.Tensor, traced: bool) -> _Step:
         """all_gather_gemm's steps: the communication pushes A's rows and the GEMM waits on them, so the
@@ -568,6 +614,43 @@ class OverlapOp:
         else:  # in the interpreter a program would wait on rows a later program pushes: two launches
             step.main = [("fused", [self._comm_launch(T, claim=False, step_programs=2 * T, traced=traced, a=a),
                                     self._gemm_launch(main, a, b, step_programs=2 * T, traced=traced)])]
+        return step
+
+    def _ce_start_launch(self) -> BoundLaunch:
+        fill = self.fill
+        return BoundLaunch(ce_start_kernel, 1, {
+            "CTRL": self.ctrl, "FILL": fill, "n_fill": fill.numel() if fill is not None else 0,
+            "max_spins": self.main_gemm.max_spins, "ERRORS": self.errors, "heap_bases": self.shmem.get_heap_bases(),
+            "cur_rank": self.rank, "world_size": self.world, "FILL_BLOCK": 128}, {"num_warps": 1})
+
+    def _ce_finish_launch(self, step_programs: int) -> BoundLaunch:
+        return BoundLaunch(ce_finish_kernel, 1, {
+            "CTRL": self.ctrl, "step_programs": step_programs, "max_spins": self.main_gemm.max_spins,
+            "ERRORS": self.errors, "heap_bases": self.shmem.get_heap_bases(), "cur_rank": self.rank,
+            "world_size": self.world}, {"num_warps": 1})
+
+    def _build_copy(self, step: _Step, a: torch.Tensor, b: torch.Tensor, traced: bool) -> _Step:
+        """copy_engine: ce_start on the current stream; the GEMM on every SM, counting its tiles per row (or, for
+        all_gather_gemm, waiting on A's rows); the copy schedule on the communication stream (overlap.copy_steps)."""
+        alg, T = self.alg, self.cfg.total_sms
+        assert T is not None and alg.copy_schedule is not None
+        counts = alg.copy_schedule != "gather_a"
+        gemm = self._gemm_launch(self.main_gemm, a, b, step_programs=T + 1, traced=traced, counts=counts)
+        schedule = CopySchedule(schedule_ops(alg.copy_schedule, self, a, self._ce_finish_launch(T + 1)),
+                                self._engine)
+        step.pre, step.pre_name, step.post_name = [self._ce_start_launch()], "start", "add"
+        if self.comm_stream is not None:
+            step.main, step.side, step.side_name = [("gemm", [gemm])], schedule, "copy"
+            step.side_first = alg.gathers_a  # queue A's copies before the GEMM that waits on them
+        elif alg.gathers_a:  # no streams: A's rows first, then the GEMM that reads them
+            step.main = [("copy", [schedule]), ("gemm", [gemm])]
+        else:
+            step.main = [("gemm", [gemm]), ("copy", [schedule])]
+        if alg.copy_schedule == "reduce_rows":
+            assert self.partial is not None and self.recv is not None
+            step.post = [reduce_rows_post(self.c, self.partial, self.recv, self.rank, self.world)]
+        elif self.wide_c:
+            step.post = [self._compaction()]
         return step
 
     def _step_for(self, kind: str, a: torch.Tensor | None, b: torch.Tensor | None) -> _Step:

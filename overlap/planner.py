@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from overlap.algorithms import ALGORITHMS
 from stream_k.configs import KernelConfig, default_config
 from stream_k.tiles import num_tiles
 
-MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential")
+MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential", "copy_engine")
 OVERLAPPED_MODES = ("two_streams", "fused")
 AUTO = "auto"
 # What the planner fills when unset (the names of OverlapConfig's fields).
@@ -60,6 +61,17 @@ FUSED_COMM_EFFICIENCY = {"one_shot": 0.7}
 LOCAL_GBS = 3000.0  # device memory, for the share of the communication that stays on this rank
 STEP_US = {"sync": 6.0, "launch": 3.0, "two_streams": 5.0}  # peer barrier; a second kernel; the stream fork
 COMM_RESERVES = (4, 8, 12, 16, 20, 24, 32, 48)  # SMs tried for communication in the overlapped modes
+# copy_engine: peer copies by the copy engines (~395 GB/s one way between 2 H200s over NVLink, no SM), local
+# device-to-device copies, and the bands the schedule cuts a region into (overlap.copy_steps.BANDS)
+CE_PEER_GBS = 390.0
+CE_LOCAL_GBS = 1500.0
+CE_BANDS = 8
+CE_OP_US = 1.5  # the device's cost of one stream operation (a wait, a copy's start)
+
+
+def has_mode(algorithm: str, mode: str) -> bool:
+    """Whether `mode` is built for `algorithm` (copy_engine is not, for all_reduce and one_shot)."""
+    return mode != "copy_engine" or ALGORITHMS[algorithm].copy_schedule is not None
 
 
 def _arch_family(arch: str) -> str:
@@ -204,6 +216,8 @@ def predict_ms(p: Problem, target: Target, c: Candidate, eff: float) -> float:
     m, n, _ = p.local()
     tiles = num_tiles(m, n, kc.BLK_M, kc.BLK_N)
     tile_remote = remote / max(1, tiles)
+    if c.mode == "copy_engine":
+        return _copy_engine_ms(p, _gemm_ms(p, target, kc, eff, T), remote, local, out_elem) + sync
     if c.mode == "bulk_sync":
         return _gemm_ms(p, target, kc, eff, T) + remote / _comm_rate(p, T) + local_ms + sync + STEP_US["launch"] / 1e3
     if c.mode == "fused_sequential":
@@ -227,6 +241,24 @@ def predict_ms(p: Problem, target: Target, c: Candidate, eff: float) -> float:
     return g + rest + tail + local_ms + sync + extra
 
 
+def _copy_engine_ms(p: Problem, g: float, remote: float, local: float, out_elem: int) -> float:
+    """copy_engine's step: the GEMM on every SM, the copy engines behind it (overlap.copy_steps)."""
+    peer = CE_PEER_GBS * 1e6
+    ops = CE_OP_US / 1e3 * CE_BANDS * max(1, p.world_size - 1)
+    if p.algorithm == "all_gather_gemm":  # slot j of A arrives after the own copy and j peer shards
+        w = p.world_size
+        t = local / (CE_LOCAL_GBS * 1e6) / CE_BANDS  # the first chunk of the own rows
+        ready = local / (CE_LOCAL_GBS * 1e6)
+        for j in range(1, w):
+            avail = ready + j * remote / max(1, w - 1) / peer
+            t = max(t + g / w, avail)
+        return t + g / w + ops
+    # scatter / reduce_rows: bands follow the GEMM's rows; the last band's copy is not hidden
+    tail = remote / peer / CE_BANDS
+    add = 3 * local / (LOCAL_GBS * 1e6) if p.algorithm == "gemm_reduce_scatter" else 0.0
+    return max(g, remote / peer) + tail + add + ops
+
+
 def given(fixed: Mapping[str, Any] | None) -> dict[str, Any]:
     """The fields a caller fixed: those not None (and a mode other than "auto")."""
     return {k: v for k, v in (fixed or {}).items() if v is not None and not (k == "mode" and v == AUTO)}
@@ -236,7 +268,7 @@ def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None 
     """Every candidate that agrees with the fixed fields, best predicted first."""
     fixed = given(fixed)
     T = fixed.get("total_sms", target.sms)
-    modes = [fixed["mode"]] if "mode" in fixed else list(MODES)
+    modes = [fixed["mode"]] if "mode" in fixed else [m for m in MODES if has_mode(p.algorithm, m)]
     kernels = [(fixed["kernel"], 1.0)] if "kernel" in fixed else kernel_candidates(p.datatype, target)
     out: list[Candidate] = []
     for mode in modes:
@@ -247,6 +279,8 @@ def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None 
                 splits = [fixed["gemm_sms"]]
             elif mode in OVERLAPPED_MODES:
                 splits = [T - c for c in COMM_RESERVES if 1 <= T - c < T]
+            elif mode == "copy_engine":
+                splits = [T]  # the GEMM keeps every SM
             else:
                 splits = [max(1, T - 16)]  # unused by these modes (they run every program as both)
             for g in splits:
@@ -265,7 +299,8 @@ def interpreter_choice(p: Problem, fixed: Mapping[str, Any]) -> Candidate:
     kernel = fixed.get("kernel") or default_config(p.datatype, "interpreter")
     total = fixed.get("total_sms") or 4
     mode = fixed.get("mode") if fixed.get("mode") not in (None, AUTO) else "fused"
-    return Candidate(mode, total, fixed.get("gemm_sms") or max(1, total // 2), kernel, fixed.get("sk_rounds") or 1,
+    gemm = fixed.get("gemm_sms") or (total if mode == "copy_engine" else max(1, total // 2))
+    return Candidate(mode, total, gemm, kernel, fixed.get("sk_rounds") or 1,
                      fixed.get("comm_tile_m") or min(16, kernel.BLK_M), fixed.get("comm_tile_n") or kernel.BLK_N)
 
 

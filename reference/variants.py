@@ -46,6 +46,8 @@ def blas_library(device: torch.device) -> str:
 def _symm_mem_problem(world: World, ops: tuple[str, ...]) -> str | None:
     if world.device.type != "cuda":
         return "torch symmetric memory needs a CUDA or ROCm GPU; this run is on the CPU (gloo)"
+    import torch.distributed._symmetric_memory  # registers the torch.ops.symm_mem ops
+
     missing = [op for op in ops if not hasattr(torch.ops.symm_mem, op)]
     if missing:
         return f"torch {torch.__version__} has no torch.ops.symm_mem.{missing[0]}"

@@ -23,7 +23,8 @@ mkdir -p "$RES"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 unset TRITON_INTERPRET IRIS_OPS_BACKEND
 export IRIS_OPS_TIMEOUT_S="${IRIS_OPS_TIMEOUT_S:-180}"
-PY="${PYTHON:-python}"
+PY="${PYTHON:-python3}"
+PY="$(command -v "$PY" || echo "$PY")"  # an absolute path: mpirun may start its ranks with another PATH
 MPIRUN="${MPIRUN:-$(command -v mpirun || echo "$(dirname "$(command -v "$PY")")/mpirun")}"
 STEP_TIMEOUT="${STEP_TIMEOUT:-600}"
 # Open MPI's shared-memory segments go to a private folder, removed at exit (a failed job can leave them behind)

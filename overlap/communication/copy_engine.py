@@ -1,0 +1,221 @@
+"""Communication that costs no SMs: the copy engine moves finished data while the GEMM keeps every SM.
+
+The GEMM counts its finished tiles per row of tiles (`store_and_count`: one word per tile row, +1 per
+tile, release at system scope). A communication stream then runs a *copy schedule*, a fixed list of
+stream-ordered operations built once per op:
+
+    WaitGeq(word, n)     the stream waits until the word >= n (cuStreamWaitValue32, GEQ)
+    Copy2D(dst, src)     a 2-D copy of rows with their own pitches (cuMemcpy2DAsync; peer memory is
+                         reached through the heap's mapping, so the copy engines move it over NVLink)
+    Zero32(words)        the words back to 0 (cuMemsetD32Async), so the next step waits for the same
+                         counts: no value changes between steps, and the schedule can be captured in a
+                         CUDA graph and replayed
+    Launch(kernel)       a one-program kernel of the step protocol (overlap.kernels: ce_start / ce_finish)
+
+Nothing in a schedule can wait forever: a WaitGeq waits only for words of this rank's own GEMM, which
+counts every tile exactly once even when one of its own bounded waits gives up; every wait on a peer is
+in a kernel, bounded by max_spins like every other wait of the project.
+
+On the CPU backend the same schedule runs on the host: by the time the host reaches it, the interpreter
+has run the GEMM, so each WaitGeq is a bounded poll that finds its count, and each copy is a row-by-row
+`memmove` between the heaps, which every rank maps into its address space.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def store_and_count(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                    heap_bases, cur_rank, world_size):
+    """EPILOGUE of the copy-engine mode: masked store of the tile, then TILE_FLAGS[row of tiles] += 1
+    (release, system scope: the copy engine reads the tile once the count is complete)."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
+    tl.debug_barrier()
+    pid_m = tl.min(rm, axis=0) // rm.shape[0]
+    tl.atomic_add(TILE_FLAGS + pid_m, 1, sem="release", scope="sys")
+
+
+# ---- the operations of a schedule ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WaitGeq:
+    addr: int  # an int32 word in device memory
+    value: int
+
+
+@dataclass(frozen=True)
+class Copy2D:
+    dst: int
+    dst_pitch: int  # bytes
+    src: int
+    src_pitch: int
+    width: int  # bytes per row
+    rows: int
+
+
+@dataclass(frozen=True)
+class Zero32:
+    addr: int
+    count: int  # int32 words
+
+
+@dataclass(frozen=True)
+class Launch:
+    launch: Any  # an overlap.launch.BoundLaunch
+
+
+Op = WaitGeq | Copy2D | Zero32 | Launch
+
+
+def rows_copy(dst: Any, src: Any, dst_addr: int | None = None) -> Copy2D:
+    """A Copy2D of the 2-D tensor view `src` into `dst` (same shape, unit column stride); `dst_addr` replaces
+    dst's address (the same buffer on a peer's heap)."""
+    assert tuple(dst.shape) == tuple(src.shape) and dst.stride(1) == 1 and src.stride(1) == 1
+    elem = src.element_size()
+    return Copy2D(dst.data_ptr() if dst_addr is None else dst_addr, dst.stride(0) * elem, src.data_ptr(),
+                  src.stride(0) * elem, src.shape[1] * elem, src.shape[0])
+
+
+# ---- engines: who carries the operations out -------------------------------------------------------------
+
+
+class HostEngine:
+    """The CPU backend's engine: every operation done by the host, at once (the kernels have already run)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+
+    def compile(self, op: Op) -> Callable[[Any], None]:
+        if isinstance(op, WaitGeq):
+            word = ctypes.c_int32.from_address(op.addr)
+            return lambda stream: self._wait(word, op)
+        if isinstance(op, Copy2D):
+            return lambda stream: _host_copy2d(op)
+        if isinstance(op, Zero32):
+            return lambda stream: ctypes.memset(op.addr, 0, 4 * op.count)
+        return lambda stream: op.launch(stream)
+
+    def _wait(self, word: ctypes.c_int32, op: WaitGeq) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        while word.value < op.value:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"copy schedule: a tile-row count stayed at {word.value} < {op.value} for "
+                                   f"{self.timeout_s:g} s")
+            time.sleep(1e-4)
+
+
+def _host_copy2d(op: Copy2D) -> None:
+    if op.dst_pitch == op.src_pitch == op.width:
+        ctypes.memmove(op.dst, op.src, op.width * op.rows)
+        return
+    for i in range(op.rows):
+        ctypes.memmove(op.dst + i * op.dst_pitch, op.src + i * op.src_pitch, op.width)
+
+
+class CudaEngine:
+    """NVIDIA: stream memory operations and asynchronous 2-D copies through cuda-python's driver API."""
+
+    def __init__(self) -> None:
+        try:
+            from cuda.bindings import driver
+        except ImportError:  # cuda-python < 12.6 layout
+            from cuda import cuda as driver  # type: ignore[no-redef]
+        self.cu = driver
+        self._streams: dict[int, Any] = {}
+
+    @staticmethod
+    def _check(result: Any, what: str) -> Any:
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if int(err) != 0:
+            raise RuntimeError(f"copy engine: {what} failed: {err!r}")
+        return rest[0] if len(rest) == 1 else (rest or None)
+
+    def _stream(self, stream: Any) -> Any:
+        import torch
+
+        handle = stream.cuda_stream if stream is not None else torch._C._cuda_getCurrentRawStream(
+            torch.cuda.current_device())
+        s = self._streams.get(handle)
+        if s is None:
+            s = self._streams[handle] = self.cu.CUstream(handle)
+        return s
+
+    def compile(self, op: Op) -> Callable[[Any], None]:
+        cu, check = self.cu, self._check
+        if isinstance(op, WaitGeq):
+            addr, geq = cu.CUdeviceptr(op.addr), cu.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ
+            return lambda stream: check(cu.cuStreamWaitValue32(self._stream(stream), addr, op.value, geq),
+                                        "cuStreamWaitValue32")
+        if isinstance(op, Copy2D):
+            p = cu.CUDA_MEMCPY2D()
+            p.srcMemoryType = p.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_UNIFIED
+            p.srcDevice, p.srcPitch = cu.CUdeviceptr(op.src), op.src_pitch
+            p.dstDevice, p.dstPitch = cu.CUdeviceptr(op.dst), op.dst_pitch
+            p.srcXInBytes = p.srcY = p.dstXInBytes = p.dstY = 0
+            p.WidthInBytes, p.Height = op.width, op.rows
+            return lambda stream: check(cu.cuMemcpy2DAsync(p, self._stream(stream)), "cuMemcpy2DAsync")
+        if isinstance(op, Zero32):
+            addr = cu.CUdeviceptr(op.addr)
+            return lambda stream: check(cu.cuMemsetD32Async(addr, 0, op.count, self._stream(stream)),
+                                        "cuMemsetD32Async")
+        return lambda stream: op.launch(stream)
+
+
+class CopySchedule:
+    """A step's copy-engine work, compiled once; `schedule(stream)` queues it on `stream` (None: current)."""
+
+    name = "copy_schedule"
+    compiled = None
+
+    def __init__(self, ops: Sequence[Op], engine: HostEngine | CudaEngine) -> None:
+        self.ops = list(ops)
+        self._calls = [engine.compile(op) for op in self.ops]
+        self.launches = [op.launch for op in self.ops if isinstance(op, Launch)]
+
+    @property
+    def fast(self) -> bool:
+        return all(x.fast for x in self.launches)
+
+    @property
+    def fast_refused(self) -> str | None:
+        return next((f"{x.name}: {x.fast_refused}" for x in self.launches if x.fast_refused), None)
+
+    def counts(self) -> dict[str, int]:
+        """Operations by kind (what a step costs the host)."""
+        out: dict[str, int] = {}
+        for op in self.ops:
+            out[type(op).__name__] = out.get(type(op).__name__, 0) + 1
+        return out
+
+    def __call__(self, stream: Any = None) -> None:
+        for call in self._calls:
+            call(stream)
+
+
+def make_engine(on_gpu: bool, timeout_s: float) -> HostEngine | CudaEngine:
+    """The copy engine of this device: the driver's on an NVIDIA GPU, the host's on the CPU backend."""
+    if not on_gpu:
+        return HostEngine(timeout_s)
+    import torch
+
+    if torch.version.hip is not None:
+        raise RuntimeError("mode copy_engine is NVIDIA-only for now (HIP's stream wait-value path is not built)")
+    return CudaEngine()
+
+
+def bands(n_rows: int, count: int) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of tile rows: `n_rows` cut into at most `count` nearly equal bands."""
+    count = max(1, min(count, n_rows))
+    return [(i * n_rows // count, (i + 1) * n_rows // count) for i in range(count)
+            if (i + 1) * n_rows // count > i * n_rows // count]

@@ -1,0 +1,133 @@
+"""The copy schedules of mode copy_engine (overlap.communication.copy_engine), one per algorithm kind.
+
+Every schedule runs on the communication stream after the step's start kernel (ce_start: arrival of every
+rank, so the peers' buffers may receive), and ends with ce_finish, which counts as one program of the step:
+the last of the GEMM's programs and ce_finish closes the step with the peer barrier, after every copy of
+this rank has landed. The GEMM runs on every SM.
+
+    scatter      (all_scatter) for each band of tile rows: wait for its tiles, copy this rank's columns of
+                 those rows into every peer's C; then the counts back to 0
+    reduce_rows  (gemm_reduce_scatter) for each band of tile rows that holds a peer's rows: wait, copy those
+                 rows of the partial into the owner's RECV slot of this rank; C = own rows + RECV's other
+                 slots is added on the main stream after the step's copies (the op's `post`)
+    gather_a     (all_gather_gemm) this rank's rows of A into slot 0 of its own gathered A, then into each
+                 peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
+                 (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them
+
+Bands: `BANDS` per copy region (a peer's rows, this rank's columns): enough that the copy of the last band,
+which no GEMM work hides, is a small part of the whole, few enough that a step costs the host tens of
+operations (each a driver call of a few microseconds).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
+
+BANDS = 8  # bands per copy region (see the module docstring)
+GATHER_CHUNKS = 4  # chunks of one rank's rows of A
+
+
+class Peers:
+    """Addresses of a heap tensor on every rank (the heap is symmetric: the same offset on each)."""
+
+    def __init__(self, heap_bases: list[int], rank: int) -> None:
+        self.bases = heap_bases
+        self.rank = rank
+
+    def addr(self, t: torch.Tensor, peer: int) -> int:
+        return t.data_ptr() - self.bases[self.rank] + self.bases[peer]
+
+
+def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: int, peers: Peers, world: int,
+                wait: bool = True) -> list[Op]:
+    """all_scatter: `src` (M x N/W, this rank's columns of C on the heap) to the same place on every peer."""
+    m = src.shape[0]
+    ops: list[Op] = []
+    for lo, hi in bands(-(-m // blk_m), BANDS):
+        if wait:
+            ops += [WaitGeq(counts[r:].data_ptr(), per_row) for r in range(lo, hi)]
+        rows = src[lo * blk_m:min(hi * blk_m, m)]
+        for i in range(1, world):
+            p = (peers.rank + i) % world
+            ops.append(rows_copy(rows, rows, peers.addr(rows, p)))
+    if wait:
+        ops.append(Zero32(counts.data_ptr(), counts.numel()))
+    return ops
+
+
+def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: int,
+                    peers: Peers, world: int, wait: bool = True) -> list[Op]:
+    """gemm_reduce_scatter: each peer's rows of the partial (M x N) into that peer's recv[this rank]."""
+    m, r = partial.shape[0], peers.rank
+    a_rows = m // world
+    n_rb = -(-m // blk_m)
+    ops: list[Op] = []
+    for lo, hi in bands(n_rb, BANDS * world):
+        r0, r1 = lo * blk_m, min(hi * blk_m, m)
+        owners = [p for p in range(r0 // a_rows, (r1 - 1) // a_rows + 1) if p != r]
+        if not owners:
+            continue  # this rank's own rows: read on the main stream after the GEMM
+        if wait:
+            ops += [WaitGeq(counts[x:].data_ptr(), per_row) for x in range(lo, hi)]
+        for p in owners:
+            p0, p1 = max(r0, p * a_rows), min(r1, (p + 1) * a_rows)
+            dst = recv[r, p0 - p * a_rows:p1 - p * a_rows]
+            ops.append(rows_copy(dst, partial[p0:p1], peers.addr(dst, p)))
+    if wait:
+        ops.append(Zero32(counts.data_ptr(), counts.numel()))
+    return ops
+
+
+def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
+                 peers: Peers, world: int) -> list[Op]:
+    """all_gather_gemm: this rank's rows `a` (M/W x K) into slot (W - i) % W of rank (rank + i)'s gathered A,
+    own copy first, chunk by chunk, each chunk followed by its A_READY words (copied from FILL)."""
+    m = ag.shape[0]
+    a_rows = m // world
+    n_rb = -(-m // blk_m)
+    ops: list[Op] = []
+    for i in range(world):
+        dest = (peers.rank + i) % world
+        slot = (world - i) % world
+        lo_row, hi_row = slot * a_rows, (slot + 1) * a_rows
+        rb_lo, rb_hi = lo_row // blk_m, (hi_row - 1) // blk_m + 1
+        for c0, c1 in bands(rb_hi - rb_lo, GATHER_CHUNKS):
+            rb_a, rb_b = rb_lo + c0, rb_lo + c1
+            r0, r1 = max(rb_a * blk_m, lo_row), min(rb_b * blk_m, hi_row)
+            dst = ag[r0:r1]
+            ops.append(rows_copy(dst, a[r0 - lo_row:r1 - lo_row], peers.addr(dst, dest)))
+            words = a_ready[slot * n_rb + rb_a:slot * n_rb + rb_b]
+            ops.append(Copy2D(peers.addr(words, dest), 4 * words.numel(), fill.data_ptr(), 4 * words.numel(),
+                              4 * words.numel(), 1))
+    return ops
+
+
+def schedule_ops(kind: str, op: Any, a: torch.Tensor, finish: Any, wait: bool = True) -> list[Op]:
+    """The step's copy-engine operations for an OverlapOp `op` (its buffers), then its ce_finish launch."""
+    peers = Peers(op.shmem.get_heap_bases().tolist(), op.rank)
+    blk_m = op.cfg.kernel.BLK_M
+    if kind == "scatter":
+        ops = scatter_ops(op.gemm_out, op.counts, op.tiles_per_row, blk_m, peers, op.world, wait)
+    elif kind == "reduce_rows":
+        ops = reduce_rows_ops(op.partial, op.recv, op.counts, op.tiles_per_row, blk_m, peers, op.world, wait)
+    else:
+        ops = gather_a_ops(a, op.ag, op.a_ready, op.fill, blk_m, peers, op.world)
+    return [*ops, Launch(finish)]
+
+
+def reduce_rows_post(c: torch.Tensor, partial: torch.Tensor, recv: torch.Tensor, rank: int, world: int) -> Any:
+    """The main stream's part of reduce_rows, after the step's copies: C = own rows + every other slot."""
+    a_rows = c.shape[0]
+    own = partial[rank * a_rows:(rank + 1) * a_rows]
+    others = [recv[s] for s in range(world) if s != rank]
+
+    def add() -> None:
+        torch.add(own, others[0], out=c)
+        for extra in others[1:]:
+            c.add_(extra)
+
+    return add
