@@ -9,17 +9,23 @@ them, and writes into --out:
   grid.md            the same as a Markdown table, the geomean of the ratios, and a note per failure
   grid_<dev>_w<W>.png  one bar group per cell (shape, datatype): ours / best peer per family, a line at 1.0
 
-Families (the runs of one family end with the same output, the whole C on every rank):
-  reduce: the best validated run of our all_reduce and one_shot (any mode), against the reference
-          all_reduce (cuBLAS + NCCL), symm_mem_one_shot and symm_mem_two_shot (cuBLAS + torch symm-mem);
-  gather: the best validated run of our all_scatter, against the reference all_gather (cuBLAS + NCCL).
-torch's fused_all_gather_matmul ends with a column shard of C, not the whole C: it is shown beside the
-gather family, marked as a different output, and never counted as a peer.
+Families (the runs of one family end with the same output; each is compared with its equal-output peers only):
+  reduce:  the whole C on every rank. The best validated run of our all_reduce and one_shot (any mode), against
+           the reference all_reduce (cuBLAS + NCCL), symm_mem_one_shot and symm_mem_two_shot (cuBLAS + torch
+           symm-mem);
+  gather:  the whole C on every rank. Our all_scatter, against the reference all_gather (cuBLAS + NCCL);
+  ag_gemm: C[:, the rank's N/W columns] (A row-sharded and gathered, B column-sharded). Our all_gather_gemm,
+           against torch's fused_all_gather_matmul and all_gather_then_gemm (NCCL all_gather of A, then cuBLAS);
+  gemm_rs: the rank's M/W rows of the summed C (K split). Our gemm_reduce_scatter, against torch's
+           fused_matmul_reduce_scatter and gemm_then_reduce_scatter (cuBLAS, then NCCL reduce_scatter).
+torch's fused_all_gather_matmul is ag_gemm's peer; beside the gather family it is shown as well, marked as a
+different output (a column shard of C, not the whole C), and never counted as gather's peer.
 
 ratio = best peer ms / ours ms (> 1: ours is faster). Timing basis per row: `loop` (timing.loop_ms, steps
 back to back) when ours and every peer with a time have it, else `isolated` (timing.e2e_ms, the median of
 isolated steps); spreads are p10-p90 of the same measure. A family whose planned runs left no validated,
-timed log is a failure row (FAIL), never dropped; the geomean is over the rows with a ratio.
+timed log is a failure row (FAIL), never dropped. A row is one (cell, family); the geomean is over every row
+with a ratio, all families pooled, and per family.
 """
 
 from __future__ import annotations
@@ -45,19 +51,26 @@ from matplotlib.figure import Figure
 from harness.checks import ConfigError, OneLineParser
 from harness.runlog import read_records
 from reference.config import VARIANT_HELP
+from results.sweep import FAMILY  # benchmark algorithm -> family, as the sweep plans it
 
-FAMILY = {"all_reduce": "reduce", "one_shot": "reduce", "all_scatter": "gather"}
-FAMILIES = ("reduce", "gather")
-# Equal-output peers of each family: reference variants that end with the whole C on every rank.
+FAMILIES = ("reduce", "gather", "ag_gemm", "gemm_rs")
+# What each family's runs end with on each rank: ours and its peers alike.
+FAMILY_OUTPUT = {"reduce": "the whole C (M x N) on every rank", "gather": "the whole C (M x N) on every rank",
+                 "ag_gemm": "C[:, the rank's N/W columns] (M x N/W)",
+                 "gemm_rs": "the rank's M/W rows of the summed C (M/W x N)"}
+# Equal-output peers of each family: reference variants that end with the family's output.
 PEERS: dict[str, tuple[str, ...]] = {"reduce": ("all_reduce", "symm_mem_one_shot", "symm_mem_two_shot"),
-                                     "gather": ("all_gather",)}
-# Reference variants shown beside a family that end with a different output (never peers).
-OTHER_OUTPUT: dict[str, tuple[str, ...]] = {"reduce": (), "gather": ("fused_all_gather_matmul",)}
+                                     "gather": ("all_gather",),
+                                     "ag_gemm": ("fused_all_gather_matmul", "all_gather_then_gemm"),
+                                     "gemm_rs": ("fused_matmul_reduce_scatter", "gemm_then_reduce_scatter")}
+# Reference variants shown beside a family that end with a different output (never that family's peers).
+OTHER_OUTPUT: dict[str, tuple[str, ...]] = {"reduce": (), "gather": ("fused_all_gather_matmul",), "ag_gemm": (),
+                                            "gemm_rs": ()}
 OTHER_OUTPUT_NOTE = {"fused_all_gather_matmul": "ends with a column shard of C (M x N/W per rank), not the whole C"}
 OTHER_SHORT = {"fused_all_gather_matmul": "a column shard of C"}
-ALL_PEERS = tuple(v for f in FAMILIES for v in PEERS[f])
-ALL_OTHER = tuple(v for f in FAMILIES for v in OTHER_OUTPUT[f])
-FAMILY_COLORS = {"reduce": "#4c72b0", "gather": "#55a868"}
+ALL_PEERS = tuple(dict.fromkeys(v for f in FAMILIES for v in PEERS[f]))
+ALL_OTHER = tuple(dict.fromkeys(v for f in FAMILIES for v in OTHER_OUTPUT[f]))
+FAMILY_COLORS = {"reduce": "#4c72b0", "gather": "#55a868", "ag_gemm": "#8172b2", "gemm_rs": "#dd8452"}
 OTHER_COLOR = "0.7"
 CELL_KEYS = ["m", "n", "k", "datatype", "world_size"]
 
@@ -234,7 +247,8 @@ def build_table(df: pd.DataFrame, planned: dict[str, Any] | None = None, failure
             col = "loop_ms" if has_loop else "e2e_ms"
             timed = ours_ok[ours_ok[col].notna()]
             row: dict[str, Any] = {"shape": f"{m}x{n}x{k}", "m": m, "n": n, "k": k, "datatype": dt, "world_size": w,
-                                   "family": fam, "device": ", ".join(devices) or "?", "timing": basis}
+                                   "family": fam, "output": FAMILY_OUTPUT[fam], "peers": ",".join(PEERS[fam]),
+                                   "device": ", ".join(devices) or "?", "timing": basis}
             if timed.empty:
                 best = None
                 why = []
@@ -310,27 +324,39 @@ def geomean(values: pd.Series) -> float:
 
 
 def summarize(table: pd.DataFrame) -> dict[str, Any]:
-    """Counts over the rows and the geomean of the ratios (over the rows that have one), also per family."""
+    """Counts over the rows (one per cell and family) and the geomean of the ratios over the rows that have one,
+    every family pooled (`geomean`) and per family (`geomean_by_family`, with `rows_by_family` and
+    `with_ratio_by_family`: how many rows each has, and how many of them have a ratio)."""
     if table.empty:
         return {"rows": 0, "with_ratio": 0, "losses": 0, "failures": 0, "peer_failures": 0, "no_peer": 0,
-                "geomean": math.nan, "geomean_by_family": {}}
+                "geomean": math.nan, "geomean_by_family": {}, "cells": 0, "families": [], "rows_by_family": {},
+                "with_ratio_by_family": {}}
     flags = table["flag"].astype(str)
+    by_family = sorted(table.groupby("family", sort=False), key=lambda fg: FAMILIES.index(fg[0]))  # FAMILIES' order
     return {
         "rows": len(table),
+        "cells": len(table[["shape", "datatype", "world_size"]].drop_duplicates()),
+        "families": [f for f in FAMILIES if (table["family"] == f).any()],
         "with_ratio": int(table["ratio"].notna().sum()),
+        "rows_by_family": {f: len(g) for f, g in by_family},
+        "with_ratio_by_family": {f: int(g["ratio"].notna().sum()) for f, g in by_family},
         "losses": int(flags.str.contains("LOSS").sum()),
         "failures": int(flags.str.contains(r"\bFAIL\b", regex=True).sum()),
         "peer_failures": int(flags.str.contains("PEER FAIL").sum()),
         "no_peer": int(flags.str.contains("NO PEER").sum()),
         "geomean": geomean(table["ratio"]),
-        "geomean_by_family": {f: geomean(g["ratio"]) for f, g in table.groupby("family", sort=False)},
+        "geomean_by_family": {f: geomean(g["ratio"]) for f, g in by_family},
     }
 
 
-def _ms_cell(row: pd.Series, v: str) -> str:
+def _ms_cell(row: pd.Series, v: str, peer: bool = True) -> str:
+    """v's time in this row: in a peer column (peer=True) only where v is an equal-output peer of the row's family,
+    in a † column only where v is shown beside it as a different output (fused_all_gather_matmul is both)."""
+    if v not in (PEERS if peer else OTHER_OUTPUT).get(row.get("family"), ()):
+        return ""
     status = row.get(f"{v}_status")
     if status is None or (isinstance(status, float) and math.isnan(status)):
-        return ""  # not a peer of this family
+        return ""
     if status != "ok":
         status = str(status)
         return status.split(":")[0] if status.startswith(("skipped", "not run")) else status.split(":")[0].upper()
@@ -343,9 +369,12 @@ def to_markdown(table: pd.DataFrame, summary: dict[str, Any], source: str) -> st
     if table.empty:
         return "\n".join([*lines, "(no planned runs and no run logs found)", ""])
     gm = summary["geomean"]
-    by_fam = ", ".join(f"{f} {g:.3f}x" for f, g in summary["geomean_by_family"].items() if not math.isnan(g))
+    by_fam = ", ".join(f"{f} {g:.3f}x ({summary['with_ratio_by_family'][f]} of {summary['rows_by_family'][f]} rows)"
+                       for f, g in summary["geomean_by_family"].items() if not math.isnan(g))
     lines += [
-        f"**geomean {gm:.3f}x over {summary['with_ratio']} of {summary['rows']} rows with a ratio** ({by_fam}); "
+        f"**geomean {gm:.3f}x over {summary['with_ratio']} of {summary['rows']} rows with a ratio, all families "
+        f"pooled** (a row is one cell and one family: {summary['cells']} cell{'s' * (summary['cells'] != 1)} x "
+        f"the families {', '.join(summary['families'])}); per family: {by_fam}; "
         f"losses (< 1.0): {summary['losses']}; failures (FAIL: no validated, timed run of ours): "
         f"{summary['failures']}; rows with a failed or missing peer: {summary['peer_failures']}; rows without "
         f"any peer: {summary['no_peer']}."
@@ -357,8 +386,9 @@ def to_markdown(table: pd.DataFrame, summary: dict[str, Any], source: str) -> st
         "(timing.e2e_ms). first: which side this cell ran first (the sweep alternates).",
         "",
     ]
-    peers = [v for v in ALL_PEERS if f"{v}_status" in table.columns]
-    others = [v for v in ALL_OTHER if f"{v}_status" in table.columns]
+    families = [f for f in FAMILIES if (table["family"] == f).any()]
+    peers = [v for v in ALL_PEERS if any(v in PEERS[f] for f in families)]
+    others = [v for v in ALL_OTHER if any(v in OTHER_OUTPUT[f] for f in families)]
     head = ["shape", "dtype", "W", "family", "ours ms (p10-p90)", "ours run", *peers, "best peer", "ratio", "flag",
             "timing", "first", *[f"{v} †" for v in others]]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -370,13 +400,20 @@ def to_markdown(table: pd.DataFrame, summary: dict[str, Any], source: str) -> st
         cells = [r["shape"], r["datatype"], str(r["world_size"]), r["family"], ours, r["ours_run"] or "-",
                  *[_ms_cell(r, v) or "n/a" for v in peers], r["best_peer"] or "-", ratio,
                  r["flag"] if r["flag"] == "ok" else f"**{r['flag']}**", r["timing"], r["ran_first"] or "-",
-                 *[_ms_cell(r, v) or "n/a" for v in others]]
+                 *[_ms_cell(r, v, peer=False) or "n/a" for v in others]]
         lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
-    lines += ["", "Peers (the whole C on every rank):"]
+    lines += ["", "Families (ours: the algorithms; each row is compared with its family's equal-output peers only):"]
+    for f in families:
+        algs = ", ".join(f"`{a}`" for a, fam in FAMILY.items() if fam == f)
+        lines.append(f"- {f} ({algs}): ends with {FAMILY_OUTPUT[f]}; peers: "
+                     + ", ".join(f"`{v}`" for v in PEERS[f]))
+    lines += ["", "Peers:"]
     lines += [f"- `{v}`: {VARIANT_HELP.get(v, v)}" for v in peers]
     for v in others:
-        lines.append(f"- † `{v}` is **not a peer** (different output: {OTHER_OUTPUT_NOTE.get(v, 'not the whole C')}): "
-                     f"{VARIANT_HELP.get(v, v)}")
+        peer_of = [f for f in families if v in PEERS[f]]
+        lines.append(f"- † `{v}` beside {', '.join(f for f in families if v in OTHER_OUTPUT[f])} is **not a peer** "
+                     f"there (different output: {OTHER_OUTPUT_NOTE.get(v, 'not the whole C')})"
+                     + (f"; it is {', '.join(peer_of)}'s peer" if peer_of else "") + f": {VARIANT_HELP.get(v, v)}")
     lines.append("- n/a: not a peer of that family; skipped: the reference cannot run on this machine "
                  "(its reason is in grid.csv); not run: neither planned nor logged; MISSING / FAILED / "
                  "VALIDATION FAILED / NOT VALIDATED: planned or logged, but no usable log (see the notes).")
@@ -405,7 +442,8 @@ def grid_figure(table: pd.DataFrame, title: str = "") -> Figure:
     series: list[tuple[str, str, str, str | None]] = []  # (label, family, column, hatch)
     for fam in FAMILIES:
         if (table["family"] == fam).any():
-            series.append((f"{fam}: ours vs its best equal-output peer", fam, "ratio", None))
+            algs = ", ".join(a for a, f in FAMILY.items() if f == fam)
+            series.append((f"{fam} ({algs}):\nours vs its best equal-output peer", fam, "ratio", None))
             for v in OTHER_OUTPUT[fam]:
                 col = f"ours_vs_{v}"
                 if col in table.columns and table.loc[table["family"] == fam, col].notna().any():
@@ -459,8 +497,8 @@ def plot_grid(table: pd.DataFrame, out: Path, summary: dict[str, Any] | None = N
         gm = ", ".join(f"{f} {g:.2f}x" for f, g in s["geomean_by_family"].items() if not math.isnan(g))
         basis = "/".join(sorted(set(t["timing"])))
         title = (f"Ours vs the best equal-output peer: {device}, world size {w}, timing: {basis}\n"
-                 f"geomean {s['geomean']:.2f}x ({gm}) over the rows with a ratio; losses: {s['losses']}, "
-                 f"failures: {s['failures']}, rows: {s['rows']}")
+                 f"geomean {s['geomean']:.2f}x over the {s['with_ratio']} of {s['rows']} rows (cell x family) with a "
+                 f"ratio, all families pooled; per family: {gm}\nlosses: {s['losses']}, failures: {s['failures']}")
         fig = grid_figure(t, title)
         path = out / f"grid_{_slug(device)}_w{w}.png"
         fig.savefig(path, dpi=130, bbox_inches="tight")

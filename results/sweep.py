@@ -7,7 +7,7 @@
         --figdir results/figures/h200x2/grid-COMMIT
 
 `--grid NAME` runs a named list of (shape, datatype) cells (GRIDS: `model` is issue 12's grid, `tiny` a
-CPU-sized one for CI), validated, beside every equal-output peer (REFERENCES_FOR_GRID); `--shapes`
+CPU-sized one for CI), validated, beside every equal-output peer of every family (REFERENCES_FOR_GRID); `--shapes`
 adds cells of its own (each with every --datatypes). Within a cell the runs of ours and of the
 references take turns going first: even cells run the references first, odd cells run the whole
 cell's list reversed (ours first), so no side always starts on a cold or a warm machine.
@@ -26,6 +26,7 @@ grid.md and grid_*.png (ours vs the best equal-output peer) into FIGDIR, so one 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as _dt
 import json
 import os
@@ -48,14 +49,38 @@ from harness.checks import ConfigError, OneLineParser
 from reference.config import COLLECTIVES, DATATYPES, SPLIT_DIMS, default_log_name
 
 ROOT = Path(__file__).resolve().parent.parent
-ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
-MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential")
-# `auto`: the planner's choice (benchmark.py `--mode auto`, being added to benchmark.py; until it is there,
-# such runs fail and are listed in failures.json). Not in the default list for that reason.
+ALGORITHMS = ("all_reduce", "all_scatter", "one_shot", "all_gather_gemm", "gemm_reduce_scatter")
+
+
+def planner_modes(path: Path = ROOT / "overlap" / "planner.py") -> tuple[str, ...]:
+    """overlap.planner.MODES, benchmark.py's modes (without `auto`). Read from the module's source when it is a
+    literal tuple: importing overlap.planner imports the op, torch and Triton (about 2 s), which the sweep's
+    flag checks and --dry_run do without. Imported only if the source no longer holds a literal."""
+    try:
+        for node in ast.parse(path.read_text()).body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "MODES"):
+                modes = ast.literal_eval(node.value)
+                if isinstance(modes, tuple) and modes and all(isinstance(m, str) for m in modes):
+                    return modes
+                break
+    except (OSError, SyntaxError, ValueError, TypeError):
+        pass
+    from overlap.planner import MODES as modes
+
+    return tuple(modes)
+
+
+# Every mode benchmark.py takes (a mode the planner gains, e.g. copy_engine, joins the sweep without an edit here).
+MODES = planner_modes()
+# `auto`: the planner's choice (benchmark.py `--mode auto`). Not in the default list without --grid: a sweep of
+# modes measures each; a grid asks benchmark.py whether it takes auto (benchmark_takes_auto).
 SWEEP_MODES = (*MODES, "auto")
-# Family of an algorithm: the runs of one family end with the same output (the whole C on every rank) and
-# are compared with the same peers; the table keeps the best validated run of each family.
-FAMILY = {"all_reduce": "reduce", "one_shot": "reduce", "all_scatter": "gather"}
+# Family of an algorithm: the runs of one family end with the same output and are compared with the same
+# (equal-output) peers; the table keeps the best validated run of each family. reduce and gather: the whole C
+# on every rank; ag_gemm: C[:, the rank's N/W columns]; gemm_rs: the rank's M/W rows of the summed C.
+FAMILY = {"all_reduce": "reduce", "one_shot": "reduce", "all_scatter": "gather", "all_gather_gemm": "ag_gemm",
+          "gemm_reduce_scatter": "gemm_rs"}
 
 Cell = tuple[tuple[int, int, int], str]  # (M, N, K), datatype
 
@@ -73,12 +98,17 @@ GRIDS: dict[str, list[Cell]] = {
     ],
     "tiny": [((32, 64, 64), "fp32"), ((24, 36, 44), "fp32")],
 }
-# The reference collectives a grid runs by default: every equal-output peer (the whole C on every rank:
-# cuBLAS + NCCL all_reduce, cuBLAS + torch symm-mem one-shot / two-shot, cuBLAS + NCCL all_gather) and
-# torch's fused_all_gather_matmul, which ends with a column shard of C (shown, never counted as a peer).
-REFERENCES_FOR_GRID = ("all_reduce", "symm_mem_all_reduce", "all_gather", "fused_all_gather_matmul")
-# Benchmark algorithm -> the dimension it splits over the world.
-BENCH_SPLIT = {"all_reduce": "k", "one_shot": "k", "all_scatter": "n"}
+# The reference collectives a grid runs by default: every family's equal-output peers. reduce and gather (the
+# whole C on every rank): cuBLAS + NCCL all_reduce, cuBLAS + torch symm-mem one-shot / two-shot, cuBLAS + NCCL
+# all_gather. ag_gemm: the collective all_gather_gemm = torch's fused_all_gather_matmul and NCCL all_gather of A
+# + cuBLAS (fused_all_gather_matmul is also shown beside the gather family, there as a different output).
+# gemm_rs: the collective gemm_reduce_scatter = torch's fused_matmul_reduce_scatter and cuBLAS + NCCL
+# reduce_scatter.
+REFERENCES_FOR_GRID = ("all_reduce", "symm_mem_all_reduce", "all_gather", "all_gather_gemm", "gemm_reduce_scatter")
+# Benchmark algorithm -> the dimensions it splits over the world (each must be a multiple of the world size;
+# overlap.algorithms: `split`, plus M where A's rows are gathered or C's rows scattered).
+BENCH_SPLIT: dict[str, tuple[str, ...]] = {"all_reduce": ("k",), "one_shot": ("k",), "all_scatter": ("n",),
+                                           "all_gather_gemm": ("m", "n"), "gemm_reduce_scatter": ("m", "k")}
 
 
 class SweepError(ValueError):
@@ -206,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--modes", default=None,
       help=f"benchmark.py modes, of {', '.join(SWEEP_MODES)} (auto: the planner's choice, benchmark.py --mode auto). "
       f"Default: {','.join(MODES)}; with --grid, auto if benchmark.py takes it (asked once through --help), else "
-      "all four. The table keeps the best validated run per family either way")
+      "every mode. The table keeps the best validated run per family either way")
     a("--gemm_sms", default="default", help="--gemm_sms values to sweep ('default': benchmark.py's own split)")
     a("--no_split_modes", default="bulk_sync,fused_sequential",
       help="modes that ignore --gemm_sms (all SMs do each phase): run once with the default split (or none)")
@@ -338,16 +368,20 @@ def plan(cfg: SweepConfig) -> tuple[list[Run], list[str]]:
                 if bad:
                     notes.append(f"reference {coll} {shape} W={w}: {bad[0].upper()} is not a multiple of {w}")
                     continue
+                outputs = [cfg.logdir / default_log_name(v, dt, m, n, k, w) for v in COLLECTIVES[coll]]
+                if set(outputs) <= {p for r in cell_runs for p in r.outputs}:  # e.g. after all_gather_gemm
+                    notes.append(f"reference {coll} {shape} W={w}: its variants already run in this cell")
+                    continue
                 cmd = [*launch_prefix(launcher, w, cfg.python), "-m", "reference", "--collective", coll,
                        "-m", str(m), "-n", str(n), "-k", str(k), "--datatype", dt, "--iters", str(cfg.iters),
                        "--warmup", str(cfg.warmup), "--output_dir", str(cfg.logdir)]
                 cmd += ["--validate"] if cfg.validate else []
-                outputs = [cfg.logdir / default_log_name(v, dt, m, n, k, w) for v in COLLECTIVES[coll]]
                 cell_runs.append(Run(f"ref_{coll}_{dt}_{m}x{n}x{k}_w{w}", "reference", cmd + cfg.ref_args, outputs,
                                      cell, {"collective": coll, "variants": list(COLLECTIVES[coll])}))
             for alg in cfg.algorithms:
-                if dims[BENCH_SPLIT[alg]] % w:
-                    notes.append(f"{alg} {shape} W={w}: {BENCH_SPLIT[alg].upper()} is not a multiple of {w}")
+                bad = [d for d in BENCH_SPLIT[alg] if dims[d] % w]
+                if bad:
+                    notes.append(f"{alg} {shape} W={w}: {bad[0].upper()} is not a multiple of {w}")
                     continue
                 for mode in cfg.modes:
                     splits = [None] if mode in cfg.no_split_modes else cfg.gemm_sms

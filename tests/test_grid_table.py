@@ -15,7 +15,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # results/ is a folder of scripts, not an installed package
 
-from results.grid_table import build_table, geomean, grid_figure, main, read_sweep, summarize  # noqa: E402
+from results.grid_table import (  # noqa: E402
+    FAMILIES,
+    PEERS,
+    build_table,
+    geomean,
+    grid_figure,
+    main,
+    read_sweep,
+    summarize,
+)
 
 SCHEMA = "streamk-pgas/run-log/1"
 
@@ -175,7 +184,9 @@ def test_cli_writes_csv_markdown_and_figure(sweep_dir: Path, tmp_path: Path, cap
     assert "| 4864x4096x8256 | bf16 | 2 | reduce | 0.9 (0.891-0.918) | one_shot two_streams g116 |" in md
     assert "**0.889**" in md and "**LOSS**" in md and "**FAIL" in md
     assert "fused_all_gather_matmul †" in md and "**not a peer**" in md
-    assert "geomean 1.159x over 3 of 4 rows" in md
+    assert "geomean 1.159x over 3 of 4 rows with a ratio, all families pooled** (a row is one cell and one family: " \
+           "2 cells x the families reduce, gather); per family: reduce 0.889x (1 of 2 rows), gather 1.323x (2 of 2 " \
+           "rows)" in md
     assert "one_shot_fused_B: exit 1" in md
     (png,) = out.glob("grid_*.png")
     assert png.name == "grid_NVIDIA-H200_w2.png"
@@ -189,8 +200,8 @@ def test_figure_labels_do_not_overlap_on_the_model_grid() -> None:
 
     rows = []
     for i, ((m, n, k), dt) in enumerate(GRIDS["model"]):
-        for fam in ("reduce", "gather"):
-            ratio = math.nan if i == 8 else 0.4 + 0.15 * i + (0.1 if fam == "gather" else 0)
+        for j, fam in enumerate(FAMILIES):
+            ratio = math.nan if i == 8 else 0.4 + 0.15 * i + 0.1 * j
             rows.append({"m": m, "n": n, "k": k, "datatype": dt, "family": fam, "ratio": ratio,
                          "flag": "FAIL" if i == 8 else "ok",
                          "ours_vs_fused_all_gather_matmul": 1.1 if fam == "gather" else math.nan})
@@ -204,7 +215,12 @@ def test_figure_labels_do_not_overlap_on_the_model_grid() -> None:
     legend = ax.get_legend().get_window_extent(renderer)
     assert legend.x0 >= ax.get_window_extent(renderer).x1  # the legend sits outside the plot
     texts = [t.get_text() for t in ax.texts]
-    assert texts.count("FAIL") == 2 and "0.40" in texts  # values printed on the bars, failures marked
+    assert texts.count("FAIL") == 4 and "0.40" in texts  # values printed on the bars, failures marked
+    labels = ax.get_legend_handles_labels()[1]
+    assert [label.split(":")[0] for label in labels if "best equal-output peer" in label] == [
+        "reduce (all_reduce, one_shot)", "gather (all_scatter)", "ag_gemm (all_gather_gemm)",
+        "gemm_rs (gemm_reduce_scatter)"]
+    assert len(labels) == 6  # 4 families, fused_all_gather_matmul beside gather (hatched), the 1.0 line
 
 
 def test_a_cell_without_any_log_is_a_failure_row_on_the_sweeps_device(sweep_dir: Path) -> None:
@@ -230,3 +246,115 @@ def test_a_mode_the_planner_chose_is_marked_auto(tmp_path: Path) -> None:
     (tmp_path / "b.json").write_text(json.dumps(ref("all_gather", "all_gather", A, 0.30, loop=0.31)))
     r = row(table_of(tmp_path), A, "gather")
     assert r["ours_run"] == "all_scatter fused (auto) g116" and r["ratio"] == pytest.approx(0.31 / 0.26)
+
+
+def test_families_match_the_sweep_and_every_peer_runs_in_a_grid() -> None:
+    from reference.config import COLLECTIVES
+    from results.sweep import FAMILY, REFERENCES_FOR_GRID
+
+    assert set(FAMILY.values()) == set(FAMILIES) == {"reduce", "gather", "ag_gemm", "gemm_rs"}
+    assert FAMILY["all_gather_gemm"] == "ag_gemm" and FAMILY["gemm_reduce_scatter"] == "gemm_rs"
+    grid_variants = [v for c in REFERENCES_FOR_GRID for v in COLLECTIVES[c]]
+    assert sorted(v for f in FAMILIES for v in PEERS[f]) == sorted(grid_variants)  # each variant run once
+
+
+C = (2048, 4096, 14336)
+
+
+@pytest.fixture
+def new_families_dir(tmp_path: Path) -> Path:
+    """Cells A and C with all four families (W=2). fused_all_gather_matmul is faster than all_gather in cell A:
+    beside gather it is no peer (all_gather stays the best peer), for ag_gemm it is the best peer."""
+    logs = {
+        # cell A, gather: all_scatter 0.26 (loop), all_gather 0.36; fused_all_gather_matmul 0.21, not a peer here
+        "all_scatter_fused_A": bench("all_scatter", "fused", A, 0.25, loop=0.26),
+        "ref_all_gather_A": ref("all_gather", "all_gather", A, 0.35, loop=0.36),
+        "ref_fused_all_gather_matmul_A": ref("fused_all_gather_matmul", "all_gather", A, 0.20, loop=0.21),
+        # cell A, ag_gemm: ours' best is two_streams 0.19; peers 0.21 (torch fused, best) and 0.25 (NCCL + cuBLAS)
+        "all_gather_gemm_fused_A": bench("all_gather_gemm", "fused", A, 0.22, loop=0.23),
+        "all_gather_gemm_two_streams_A": bench("all_gather_gemm", "two_streams", A, 0.18, loop=0.19),
+        "ref_all_gather_then_gemm_A": ref("all_gather_then_gemm", "all_gather_gemm", A, 0.24, loop=0.25),
+        # cell A, gemm_rs: ours 0.31; fused_matmul_reduce_scatter 0.27 is the best peer: a loss (0.27 / 0.31)
+        "gemm_reduce_scatter_two_streams_A": bench("gemm_reduce_scatter", "two_streams", A, 0.30, loop=0.31),
+        "ref_fused_matmul_reduce_scatter_A": ref("fused_matmul_reduce_scatter", "reduce_scatter", A, 0.28,
+                                                 loop=0.27),
+        "ref_gemm_then_reduce_scatter_A": ref("gemm_then_reduce_scatter", "gemm_reduce_scatter", A, 0.33, loop=0.34),
+        # cell C: torch's fused ops skipped (no symm-mem), the vendor pairs are the only peers; isolated basis
+        # for gemm_rs (its peer's log has no loop figure)
+        "all_gather_gemm_fused_C": bench("all_gather_gemm", "fused", C, 0.40, loop=0.42),
+        "ref_fused_all_gather_matmul_C": ref("fused_all_gather_matmul", "all_gather", C, None,
+                                             skipped="torch symm-mem needs a GPU"),
+        "ref_all_gather_then_gemm_C": ref("all_gather_then_gemm", "all_gather_gemm", C, 0.50, loop=0.48),
+        "gemm_reduce_scatter_fused_C": bench("gemm_reduce_scatter", "fused", C, 0.50, loop=0.52),
+        "ref_fused_matmul_reduce_scatter_C": ref("fused_matmul_reduce_scatter", "reduce_scatter", C, None,
+                                                 skipped="torch symm-mem needs a GPU"),
+        "ref_gemm_then_reduce_scatter_C": ref("gemm_then_reduce_scatter", "gemm_reduce_scatter", C, 0.60),
+    }
+    for name, rec in logs.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(rec))
+    return tmp_path
+
+
+def test_new_families_compare_with_their_own_equal_output_peers(new_families_dir: Path) -> None:
+    t = table_of(new_families_dir)
+    assert sorted(zip(t["shape"], t["family"])) == sorted(
+        [("4864x4096x8256", f) for f in ("gather", "ag_gemm", "gemm_rs")]
+        + [("2048x4096x14336", f) for f in ("ag_gemm", "gemm_rs")])
+    gather = row(t, A, "gather")  # the faster fused_all_gather_matmul is shown, never gather's best peer
+    assert gather["best_peer"] == "all_gather" and gather["ratio"] == pytest.approx(0.36 / 0.26)
+    assert gather["ours_vs_fused_all_gather_matmul"] == pytest.approx(0.21 / 0.26) and gather["peers"] == "all_gather"
+    ag = row(t, A, "ag_gemm")
+    assert ag["ours_run"] == "all_gather_gemm two_streams g116" and ag["timing"] == "loop"
+    assert ag["best_peer"] == "fused_all_gather_matmul" and ag["best_peer_ms"] == pytest.approx(0.21)
+    assert ag["ratio"] == pytest.approx(0.21 / 0.19) and ag["flag"] == "ok"
+    assert ag["all_gather_then_gemm_ms"] == pytest.approx(0.25) and pd.isna(ag["all_gather_ms"])
+    assert ag["peers"] == "fused_all_gather_matmul,all_gather_then_gemm" and "N/W columns" in ag["output"]
+    rs = row(t, A, "gemm_rs")
+    assert rs["best_peer"] == "fused_matmul_reduce_scatter" and rs["ratio"] == pytest.approx(0.27 / 0.31)
+    assert rs["flag"] == "LOSS" and rs["gemm_then_reduce_scatter_ms"] == pytest.approx(0.34)
+    assert "M/W rows" in rs["output"]
+    ag_c, rs_c = row(t, C, "ag_gemm"), row(t, C, "gemm_rs")  # a skipped torch peer is no failure
+    assert ag_c["best_peer"] == "all_gather_then_gemm" and ag_c["ratio"] == pytest.approx(0.48 / 0.42)
+    assert ag_c["flag"] == "ok" and ag_c["fused_all_gather_matmul_status"].startswith("skipped")
+    assert rs_c["timing"] == "isolated" and rs_c["best_peer"] == "gemm_then_reduce_scatter"
+    assert rs_c["ratio"] == pytest.approx(0.60 / 0.50) and rs_c["flag"] == "ok"
+
+    s = summarize(t)
+    ratios = [0.36 / 0.26, 0.21 / 0.19, 0.27 / 0.31, 0.48 / 0.42, 0.60 / 0.50]
+    assert s["geomean"] == pytest.approx(math.exp(sum(map(math.log, ratios)) / 5))
+    assert (s["rows"], s["cells"], s["with_ratio"], s["losses"]) == (5, 2, 5, 1)
+    assert s["families"] == ["gather", "ag_gemm", "gemm_rs"]
+    assert s["rows_by_family"] == {"gather": 1, "ag_gemm": 2, "gemm_rs": 2}
+    assert list(s["geomean_by_family"]) == ["gather", "ag_gemm", "gemm_rs"]  # FAMILIES' order, not the table's
+    assert s["geomean_by_family"]["ag_gemm"] == pytest.approx(math.sqrt(0.21 / 0.19 * 0.48 / 0.42))
+    assert s["geomean_by_family"]["gemm_rs"] == pytest.approx(math.sqrt(0.27 / 0.31 * 0.60 / 0.50))
+
+
+def test_new_families_in_markdown_csv_and_figure(new_families_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main([str(new_families_dir), "--out", str(out)]) == 0
+    csv = pd.read_csv(out / "grid.csv")
+    assert sorted(csv["family"]) == ["ag_gemm", "ag_gemm", "gather", "gemm_rs", "gemm_rs"]
+    assert {"fused_matmul_reduce_scatter_ms", "gemm_then_reduce_scatter_ms", "all_gather_then_gemm_ms", "peers",
+            "output"} <= set(csv.columns)
+    md = (out / "grid.md").read_text()
+    head = next(line for line in md.splitlines() if line.startswith("| shape"))
+    assert head == ("| shape | dtype | W | family | ours ms (p10-p90) | ours run | all_gather | "
+                    "fused_all_gather_matmul | all_gather_then_gemm | fused_matmul_reduce_scatter | "
+                    "gemm_then_reduce_scatter | best peer | ratio | flag | timing | first | "
+                    "fused_all_gather_matmul † |")
+    rows = {line.split(" | ")[3]: line.split(" | ") for line in md.splitlines()
+            if line.startswith("| 4864x4096x8256 |")}
+    # gather: fused_all_gather_matmul only in its † column; ag_gemm: only in its peer column
+    assert rows["gather"][7] == "n/a" and rows["gather"][16].startswith("0.21 (")
+    assert rows["ag_gemm"][7].startswith("0.21 (") and rows["ag_gemm"][16] == "n/a |"
+    assert rows["ag_gemm"][11:13] == ["fused_all_gather_matmul", "1.105"]
+    assert rows["gemm_rs"][11:14] == ["fused_matmul_reduce_scatter", "**0.871**", "**LOSS**"]
+    assert "geomean 1.128x over 5 of 5 rows with a ratio, all families pooled** (a row is one cell and one family: " \
+           "2 cells x the families gather, ag_gemm, gemm_rs); per family: gather 1.385x (1 of 1 rows), ag_gemm " \
+           "1.124x (2 of 2 rows), gemm_rs 1.022x (2 of 2 rows);" in md
+    assert "- ag_gemm (`all_gather_gemm`): ends with C[:, the rank's N/W columns] (M x N/W); peers: " \
+           "`fused_all_gather_matmul`, `all_gather_then_gemm`" in md
+    assert "- † `fused_all_gather_matmul` beside gather is **not a peer** there" in md and "it is ag_gemm's peer" in md
+    (png,) = out.glob("grid_*.png")
+    assert png.stat().st_size > 10000

@@ -15,7 +15,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # results/ is a folder of scripts, not an installed package
 
 from reference.config import COLLECTIVES  # noqa: E402
-from results.sweep import GRIDS, MODES, REFERENCES_FOR_GRID, main, parse_config, plan  # noqa: E402
+from results.sweep import (  # noqa: E402
+    ALGORITHMS,
+    BENCH_SPLIT,
+    GRIDS,
+    MODES,
+    REFERENCES_FOR_GRID,
+    SWEEP_MODES,
+    main,
+    parse_config,
+    plan,
+    planner_modes,
+)
 
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not on PATH")
 
@@ -82,21 +93,25 @@ def test_grid_plan_cells_peers_validation_and_alternating_order(tmp_path: Path) 
     assert cfg.cells() == GRIDS["model"] and len(cfg.cells()) == 10
     assert ((1000, 3000, 2500), "bf16") in cfg.cells() and ((4864, 4096, 8256), "fp16") in cfg.cells()
     runs, notes = plan(cfg)
-    assert notes == []  # every dimension of the grid splits over 2
-    assert len(runs) == 10 * (3 + 4)
-    cells = [runs[i:i + 7] for i in range(0, len(runs), 7)]
+    assert notes == []  # every dimension of the grid (M included) splits over 2
+    assert len(runs) == 10 * (5 + 5)  # 5 algorithms in mode auto, 5 reference collectives
+    cells = [runs[i:i + 10] for i in range(0, len(runs), 10)]
     for index, cell in enumerate(cells):
         assert {r.cell["index"] for r in cell} == {index}
         assert all("--validate" in r.command for r in cell)
         kinds = [r.kind for r in cell]
-        assert kinds == (["reference"] * 4 + ["benchmark"] * 3 if index % 2 == 0 else
-                         ["benchmark"] * 3 + ["reference"] * 4)
+        assert kinds == (["reference"] * 5 + ["benchmark"] * 5 if index % 2 == 0 else
+                         ["benchmark"] * 5 + ["reference"] * 5)
     refs = [r for r in cells[0] if r.kind == "reference"]
-    assert [r.command[r.command.index("--collective") + 1] for r in refs] == list(REFERENCES_FOR_GRID)
+    assert [r.command[r.command.index("--collective") + 1] for r in refs] == [
+        "all_reduce", "symm_mem_all_reduce", "all_gather", "all_gather_gemm", "gemm_reduce_scatter"]
     assert [v for r in refs for v in r.what["variants"]] == [
-        "all_reduce", "symm_mem_two_shot", "symm_mem_one_shot", "all_gather", "fused_all_gather_matmul"]
+        "all_reduce", "symm_mem_two_shot", "symm_mem_one_shot", "all_gather", "fused_all_gather_matmul",
+        "all_gather_then_gemm", "fused_matmul_reduce_scatter", "gemm_then_reduce_scatter"]  # each variant once
     bench = [r for r in cells[1] if r.kind == "benchmark"]
-    assert {r.what["family"] for r in bench} == {"reduce", "gather"}
+    assert [(r.what["algorithm"], r.what["family"]) for r in bench] == [
+        ("gemm_reduce_scatter", "gemm_rs"), ("all_gather_gemm", "ag_gemm"), ("one_shot", "reduce"),
+        ("all_scatter", "gather"), ("all_reduce", "reduce")]  # odd cell: the list reversed
     assert all(r.command[r.command.index("--mode") + 1] == "auto" for r in bench)
     fp16 = cells[9][0]
     assert "--datatype" in fp16.command and fp16.command[fp16.command.index("--datatype") + 1] == "fp16"
@@ -233,3 +248,104 @@ def test_tiny_grid_end_to_end_with_table_and_figure(tmp_path: Path) -> None:
     again = subprocess.run([sys.executable, "-m", "results.sweep", *args, "--skip_failed", "--no_plot"],
                            capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert again.returncode == 0 and "0 ran, 10 skipped" in again.stderr
+
+
+def test_new_algorithms_and_their_peers_in_a_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The default algorithms include all_gather_gemm and gemm_reduce_scatter; --grid's references run their
+    equal-output peers (the collectives all_gather_gemm and gemm_reduce_scatter, two variants each)."""
+    assert ALGORITHMS == ("all_reduce", "all_scatter", "one_shot", "all_gather_gemm", "gemm_reduce_scatter")
+    args = ["--grid", "tiny", "--modes", "fused", "--logdir", str(tmp_path / "logs"), "--launcher", "mpirun",
+            "--dry_run"]
+    assert parse_config(args).algorithms == list(ALGORITHMS)
+    assert main(args) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    bench = [line for line in lines if "benchmark.py" in line]
+    refs = [line for line in lines if "-m reference" in line]
+    assert len(bench) == 2 * 5 and len(refs) == 2 * 5 and len(lines) == 20 + 2
+    for alg in ALGORITHMS:
+        cmds = [line for line in bench if f"--algorithm {alg} " in line]
+        assert len(cmds) == 2 and all("--mode fused" in line and "--validate" in line for line in cmds), alg
+    assert any("--algorithm all_gather_gemm --mode fused -m 24 -n 36 -k 44" in line for line in bench)
+    for coll in ("all_gather_gemm", "gemm_reduce_scatter"):
+        cmds = [line for line in refs if f"--collective {coll} " in line]
+        assert len(cmds) == 2 and all("--validate" in line for line in cmds)
+    assert not any("--collective fused_all_gather_matmul" in line for line in refs)  # all_gather_gemm runs it
+    assert not (tmp_path / "logs").exists()  # a dry run writes nothing
+
+
+def algorithms_by_shape(runs: list) -> dict[tuple[int, int, int], list[str]]:
+    """(M, N, K) -> the benchmark algorithms planned for that cell, sorted (every cell of the plan listed)."""
+    out: dict[tuple[int, int, int], list[str]] = {}
+    for r in runs:
+        algs = out.setdefault((r.cell["m"], r.cell["n"], r.cell["k"]), [])
+        if r.kind == "benchmark":
+            algs.append(r.what["algorithm"])
+    return {shape: sorted(algs) for shape, algs in out.items()}
+
+
+def test_m_not_a_multiple_of_the_world_skips_the_algorithms_that_split_m(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture) -> None:
+    args = sweep_args(tmp_path, "--shapes", "63x64x64,64x62x64,64x64x66", "--modes", "fused",
+                      "--references", ",".join(REFERENCES_FOR_GRID))
+    runs, notes = plan(parse_config(args))
+    algs = algorithms_by_shape(runs)
+    # M = 63: everything but all_gather_gemm and gemm_reduce_scatter (which split M) runs
+    assert algs[(63, 64, 64)] == ["all_reduce", "all_scatter", "one_shot"]
+    assert "all_gather_gemm (63, 64, 64) W=2: M is not a multiple of 2" in notes
+    assert "gemm_reduce_scatter (63, 64, 64) W=2: M is not a multiple of 2" in notes
+    assert "reference all_gather_gemm (63, 64, 64) W=2: M is not a multiple of 2" in notes
+    assert "reference gemm_reduce_scatter (63, 64, 64) W=2: M is not a multiple of 2" in notes
+    # N = 62 is even: all run. K = 66 is even too: all run (W=2)
+    assert algs[(64, 62, 64)] == algs[(64, 64, 66)] == sorted(ALGORITHMS)
+    refs63 = [r.what["collective"] for r in runs if r.kind == "reference" and r.cell["m"] == 63]
+    assert refs63 == ["all_reduce", "symm_mem_all_reduce", "all_gather"]
+    assert len(notes) == 4
+    # W=4: N = 62 and K = 66 are not multiples of 4, M = 64 is
+    runs4, notes4 = plan(parse_config([*args, "--world_sizes", "4"]))
+    assert "all_gather_gemm (64, 62, 64) W=4: N is not a multiple of 4" in notes4
+    assert "gemm_reduce_scatter (64, 64, 66) W=4: K is not a multiple of 4" in notes4
+    algs4 = algorithms_by_shape(runs4)
+    assert algs4[(64, 62, 64)] == ["all_reduce", "gemm_reduce_scatter", "one_shot"]
+    assert algs4[(64, 64, 66)] == ["all_gather_gemm", "all_scatter"]
+    assert algs4[(63, 64, 64)] == ["all_reduce", "all_scatter", "one_shot"]  # only M = 63 does not split
+    # the sweep says what it left out (stderr), then prints the runs
+    assert main([*args, "--dry_run", "--no_plot"]) == 0
+    err = capsys.readouterr().err
+    assert "sweep: left out all_gather_gemm (63, 64, 64) W=2: M is not a multiple of 2" in err
+
+
+def test_a_reference_whose_variants_already_run_in_the_cell_is_left_out(tmp_path: Path) -> None:
+    runs, notes = plan(parse_config(sweep_args(tmp_path, "--algorithms", "none", "--references",
+                                               "all_gather_gemm,fused_all_gather_matmul,all_gather")))
+    assert [r.what["collective"] for r in runs] == ["all_gather_gemm", "all_gather"]
+    assert notes == ["reference fused_all_gather_matmul (32, 32, 32) W=2: its variants already run in this cell"]
+
+
+def test_split_dims_and_algorithms_match_the_benchmark() -> None:
+    """BENCH_SPLIT and ALGORITHMS are written out (the sweep does not import the op); they must say what
+    overlap.algorithms and benchmark.py's checks say."""
+    from harness.config import ALGORITHMS as BENCHMARK_ALGORITHMS
+    from overlap.algorithms import ALGORITHMS as RECORDS
+
+    assert set(ALGORITHMS) == set(BENCHMARK_ALGORITHMS) == set(BENCH_SPLIT)
+    for alg, rec in RECORDS.items():
+        assert set(BENCH_SPLIT[alg]) == {rec.split} | ({"m"} if rec.splits_m() else set()), alg
+    assert BENCH_SPLIT["all_gather_gemm"] == ("m", "n") and BENCH_SPLIT["gemm_reduce_scatter"] == ("m", "k")
+
+
+def test_modes_come_from_the_planner(tmp_path: Path) -> None:
+    from overlap.planner import MODES as PLANNER_MODES
+
+    assert MODES == PLANNER_MODES and SWEEP_MODES == (*PLANNER_MODES, "auto")
+    # a mode the planner gains joins the sweep (read from the source, without importing the op)
+    fake = tmp_path / "planner.py"
+    fake.write_text('"""doc"""\nOTHER = ("x",)\nMODES = ("bulk_sync", "two_streams", "fused", "fused_sequential", '
+                    '"copy_engine")\nAUTO = "auto"\n')
+    assert planner_modes(fake) == ("bulk_sync", "two_streams", "fused", "fused_sequential", "copy_engine")
+    # not a literal any more: the module itself is asked
+    fake.write_text("BASE = ('bulk_sync',)\nMODES = (*BASE, 'fused')\n")
+    assert planner_modes(fake) == PLANNER_MODES
+    # --modes takes what the planner lists: copy_engine once overlap.planner.MODES has it, not before
+    rc = main(["--modes", "copy_engine", "--algorithms", "none", "--references", "none", "--logdir", str(tmp_path),
+               "--dry_run", "--no_plot"])
+    assert rc == (0 if "copy_engine" in PLANNER_MODES else 2)
