@@ -42,20 +42,35 @@ class Peers:
         return t.data_ptr() - self.bases[self.rank] + self.bases[peer]
 
 
+def row_bands(kind: str, n_rb: int, world: int) -> list[tuple[int, int]]:
+    """The bands of tile rows that the GEMM counts and the schedule waits on, for schedule `kind`."""
+    return bands(n_rb, BANDS * world if kind == "reduce_rows" else BANDS)
+
+
+def _wait_band(counts: torch.Tensor, n_rb: int, band: int, lo: int, hi: int, per_row: int) -> WaitGeq:
+    return WaitGeq(counts[n_rb + band:].data_ptr(), (hi - lo) * per_row)
+
+
+def _reset(counts: torch.Tensor, n_rb: int, n_bands: int) -> Zero32:
+    return Zero32(counts[n_rb:].data_ptr(), n_bands)
+
+
 def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: int, peers: Peers, world: int,
                 wait: bool = True) -> list[Op]:
     """all_scatter: `src` (M x N/W, this rank's columns of C on the heap) to the same place on every peer."""
     m = src.shape[0]
+    n_rb = -(-m // blk_m)
+    cut = row_bands("scatter", n_rb, world)
     ops: list[Op] = []
-    for lo, hi in bands(-(-m // blk_m), BANDS):
+    for band, (lo, hi) in enumerate(cut):
         if wait:
-            ops += [WaitGeq(counts[r:].data_ptr(), per_row) for r in range(lo, hi)]
+            ops.append(_wait_band(counts, n_rb, band, lo, hi, per_row))
         rows = src[lo * blk_m:min(hi * blk_m, m)]
         for i in range(1, world):
             p = (peers.rank + i) % world
             ops.append(rows_copy(rows, rows, peers.addr(rows, p)))
     if wait:
-        ops.append(Zero32(counts.data_ptr(), counts.numel()))
+        ops.append(_reset(counts, n_rb, len(cut)))
     return ops
 
 
@@ -65,20 +80,21 @@ def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Ten
     m, r = partial.shape[0], peers.rank
     a_rows = m // world
     n_rb = -(-m // blk_m)
+    cut = row_bands("reduce_rows", n_rb, world)
     ops: list[Op] = []
-    for lo, hi in bands(n_rb, BANDS * world):
+    for band, (lo, hi) in enumerate(cut):
         r0, r1 = lo * blk_m, min(hi * blk_m, m)
         owners = [p for p in range(r0 // a_rows, (r1 - 1) // a_rows + 1) if p != r]
         if not owners:
             continue  # this rank's own rows: read on the main stream after the GEMM
         if wait:
-            ops += [WaitGeq(counts[x:].data_ptr(), per_row) for x in range(lo, hi)]
+            ops.append(_wait_band(counts, n_rb, band, lo, hi, per_row))
         for p in owners:
             p0, p1 = max(r0, p * a_rows), min(r1, (p + 1) * a_rows)
             dst = recv[r, p0 - p * a_rows:p1 - p * a_rows]
             ops.append(rows_copy(dst, partial[p0:p1], peers.addr(dst, p)))
     if wait:
-        ops.append(Zero32(counts.data_ptr(), counts.numel()))
+        ops.append(_reset(counts, n_rb, len(cut)))
     return ops
 
 

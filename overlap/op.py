@@ -49,8 +49,8 @@ import torch
 from iris_ops import Iris, decode_error
 from iris_ops.device import ARCH
 from overlap.algorithms import ALGORITHMS, Algorithm
-from overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
-from overlap.copy_steps import reduce_rows_post, schedule_ops
+from overlap.communication.copy_engine import CopySchedule, band_counts, make_engine, store_and_count
+from overlap.copy_steps import reduce_rows_post, row_bands, schedule_ops
 from overlap.kernels import (
     announce_kernel,
     ce_finish_kernel,
@@ -233,8 +233,12 @@ class OverlapOp:
         # gemm_reduce_scatter (on the heap: peers copy into it), FILL for all_gather_gemm's ready words.
         n_rb = -(-M // kc.BLK_M)
         copy_kind = alg.copy_schedule if cfg.mode == "copy_engine" else None
-        # (as long as the tile flags: the GEMM's checks ask that of its flags; words past n_rb stay 0)
-        self.counts = torch.zeros(max(n_rb, self.tiles), dtype=torch.int32, device=self.device)
+        # (band map, then the band counts: copy_engine.band_counts; as long as the tile flags at least, which the
+        # GEMM's checks ask of its flags)
+        self._counts_init = torch.tensor(
+            band_counts(row_bands(copy_kind or "scatter", n_rb, W), n_rb, max(2 * n_rb, self.tiles)),
+            dtype=torch.int32)
+        self.counts = self._counts_init.to(self.device)
         self.tiles_per_row = -(-self.local_n // kc.BLK_N)
         self.recv = (shmem.zeros(W, M // W, padded_cols(N), dtype=self.out_dtype)[:, :, :N]
                      if copy_kind == "reduce_rows" else None)
@@ -420,8 +424,9 @@ class OverlapOp:
             torch.cuda.synchronize(self.device)
         self.shmem.barrier()
         extra = [self.a_ready] if self.a_ready is not None else []
-        for t in (self.ctrl, self.ready, self.errors, self.counts, *extra, *(g.locks for g in self._gemms.values())):
+        for t in (self.ctrl, self.ready, self.errors, *extra, *(g.locks for g in self._gemms.values())):
             t.zero_()
+        self.counts.copy_(self._counts_init)
         if self.on_gpu:
             torch.cuda.synchronize(self.device)
         self.shmem.barrier()

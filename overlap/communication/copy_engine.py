@@ -1,7 +1,7 @@
 """Communication that costs no SMs: the copy engine moves finished data while the GEMM keeps every SM.
 
-The GEMM counts its finished tiles per row of tiles (`store_and_count`: one word per tile row, +1 per
-tile, release at system scope). A communication stream then runs a *copy schedule*, a fixed list of
+The GEMM counts its finished tiles per band of tile rows (`store_and_count`: +1 per tile on its band's
+word, release at system scope). A communication stream then runs a *copy schedule*, a fixed list of
 stream-ordered operations built once per op:
 
     WaitGeq(word, n)     the stream waits until the word >= n (cuStreamWaitValue32, GEQ)
@@ -36,13 +36,15 @@ import triton.language as tl
 @triton.jit
 def store_and_count(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                     heap_bases, cur_rank, world_size):
-    """EPILOGUE of the copy-engine mode: masked store of the tile, then TILE_FLAGS[row of tiles] += 1
-    (release, system scope: the copy engine reads the tile once the count is complete)."""
+    """EPILOGUE of the copy-engine mode: masked store of the tile, then +1 on its band's count (release, system
+    scope: the copy engine reads the band once its count is complete). TILE_FLAGS[pid_m] holds the index, in
+    TILE_FLAGS, of the count of tile row pid_m's band (a map written once by the op; see band_counts)."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
     tl.debug_barrier()
     pid_m = tl.min(rm, axis=0) // rm.shape[0]
-    tl.atomic_add(TILE_FLAGS + pid_m, 1, sem="release", scope="sys")
+    word = tl.load(TILE_FLAGS + pid_m)
+    tl.atomic_add(TILE_FLAGS + word, 1, sem="release", scope="sys")
 
 
 # ---- the operations of a schedule ---------------------------------------------------------------------
@@ -173,7 +175,12 @@ class CudaEngine:
 
 
 class CopySchedule:
-    """A step's copy-engine work, compiled once; `schedule(stream)` queues it on `stream` (None: current)."""
+    """A step's copy-engine work, compiled once; `schedule(stream)` queues it on `stream` (None: current).
+
+    On a GPU the operations are queued one by one the first time (each a driver call of several
+    microseconds), then captured once into a CUDA graph on the op's communication stream, and every later
+    call replays that graph: one launch per step. Inside a caller's own graph capture they are queued one
+    by one, so they become part of that graph."""
 
     name = "copy_schedule"
     compiled = None
@@ -182,6 +189,31 @@ class CopySchedule:
         self.ops = list(ops)
         self._calls = [engine.compile(op) for op in self.ops]
         self.launches = [op.launch for op in self.ops if isinstance(op, Launch)]
+        self._graphable = isinstance(engine, CudaEngine)
+        self._runs = 0
+        self._graph: Any = None
+        self._graph_stream: Any = None
+
+    def _replay(self, stream: Any) -> bool:
+        """Queue the schedule as one graph launch on `stream` (captured at the second call); False where
+        it must run op by op (no GPU, no stream of its own, first call, inside a caller's capture)."""
+        if not self._graphable or stream is None or self._runs < 1:
+            return False
+        import torch
+
+        if torch.cuda.is_current_stream_capturing():
+            return False
+        if self._graph is None:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+                for call in self._calls:
+                    call(None)
+            self._graph, self._graph_stream = graph, stream
+        if stream is self._graph_stream:
+            with torch.cuda.stream(stream):
+                self._graph.replay()
+            return True
+        return False
 
     @property
     def fast(self) -> bool:
@@ -199,8 +231,11 @@ class CopySchedule:
         return out
 
     def __call__(self, stream: Any = None) -> None:
+        if self._replay(stream):
+            return
         for call in self._calls:
             call(stream)
+        self._runs += 1
 
 
 def make_engine(on_gpu: bool, timeout_s: float) -> HostEngine | CudaEngine:
@@ -212,6 +247,16 @@ def make_engine(on_gpu: bool, timeout_s: float) -> HostEngine | CudaEngine:
     if torch.version.hip is not None:
         raise RuntimeError("mode copy_engine is NVIDIA-only for now (HIP's stream wait-value path is not built)")
     return CudaEngine()
+
+
+def band_counts(row_bands: list[tuple[int, int]], n_rows: int, words: int) -> list[int]:
+    """Initial contents of the count buffer for `row_bands` over `n_rows` tile rows (`words` long): word r < n_rows
+    is the index of tile row r's band count (n_rows + band); the counts, after the map, start at 0."""
+    init = [0] * words
+    for i, (lo, hi) in enumerate(row_bands):
+        for r in range(lo, hi):
+            init[r] = n_rows + i
+    return init
 
 
 def bands(n_rows: int, count: int) -> list[tuple[int, int]]:

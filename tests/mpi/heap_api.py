@@ -245,6 +245,7 @@ class Checker:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("--verbose", action="store_true", help="each rank names each check as it starts")
     args = parser.parse_args()
     sh = iris_ops.iris(4 << 20)
     checker = Checker(sh)
@@ -252,6 +253,8 @@ def main() -> int:
     for name in CHECKS:
         checker.errors = []
         fn: Callable[[], None] = getattr(checker, name)
+        if args.verbose:
+            print(f"rank {checker.me}: {name}", flush=True)
         try:
             fn()
         except Exception:
