@@ -43,17 +43,24 @@ CHECKS: list[str] = [
 ]
 
 
-class _CudaMemory:
-    def __init__(self, ptr: int, nbytes: int) -> None:
-        self.__cuda_array_interface__ = {
-            "shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 2, "strides": None,
-        }
-
-
 def read_mapped(address: int, nbytes: int, device: torch.device) -> torch.Tensor:
-    """A CPU copy of `nbytes` at `address` as mapped in this process (a peer's heap, say)."""
+    """A CPU copy of `nbytes` at `address` as mapped in this process (a peer's heap, say).
+
+    On a GPU the copy is made in this rank's own CUDA context. (A tensor made from the address would be placed
+    on the device that owns the memory, the peer's, and copied in a context of that device, which a heap of
+    torch symmetric memory does not grant access to: the peer's mapping is made for this rank's device only.)"""
     if device.type == "cuda":
-        return torch.as_tensor(_CudaMemory(address, nbytes)).cpu().clone()
+        try:
+            from cuda.bindings import driver
+        except ImportError:  # cuda-python < 12.6 layout
+            from cuda import cuda as driver  # type: ignore[no-redef]
+        torch.cuda.synchronize(device)
+        buf = bytearray(nbytes)
+        host = (ctypes.c_char * nbytes).from_buffer(buf)
+        (err,) = driver.cuMemcpyDtoH(ctypes.addressof(host), driver.CUdeviceptr(address), nbytes)
+        if int(err) != 0:
+            raise RuntimeError(f"cuMemcpyDtoH from {address:#x}: {err!r}")
+        return torch.frombuffer(buf, dtype=torch.uint8)
     return torch.frombuffer(bytearray(ctypes.string_at(address, nbytes)), dtype=torch.uint8)
 
 

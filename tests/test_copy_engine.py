@@ -1,0 +1,149 @@
+"""The copy-engine schedules (overlap/copy_steps.py) run by the host engine, in this process: two "ranks'" heaps
+are two host buffers, so every copy lands where the peer's buffer is, and the result is checked element by
+element. The multi-rank runs (mode copy_engine through the op, 2 and 4 ranks) are in test_op.py and
+test_new_algorithms.py."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from overlap.communication.copy_engine import (
+    Copy2D,
+    CopySchedule,
+    HostEngine,
+    WaitGeq,
+    Zero32,
+    band_counts,
+    bands,
+    rows_copy,
+)
+from overlap.copy_steps import Peers, gather_a_ops, reduce_rows_ops, row_bands, scatter_ops
+
+
+def test_bands_cover_every_row_once() -> None:
+    for n, count in ((1, 8), (7, 8), (19, 8), (64, 8), (5, 2), (40, 16)):
+        cut = bands(n, count)
+        assert len(cut) == min(n, count)
+        assert cut[0][0] == 0 and cut[-1][1] == n
+        assert all(a[1] == b[0] and a[0] < a[1] for a, b in itertools.pairwise(cut))
+        sizes = [hi - lo for lo, hi in cut]
+        assert max(sizes) - min(sizes) <= 1
+
+
+def test_band_counts_map_each_row_to_its_band_word() -> None:
+    cut = [(0, 3), (3, 5), (5, 7)]
+    init = band_counts(cut, 7, 16)
+    assert init[:7] == [7, 7, 7, 8, 8, 9, 9]
+    assert init[7:] == [0] * 9
+
+
+class TwoHeaps:
+    """Two host buffers standing for rank 0's and rank 1's heaps (symmetric: one allocation offset for both)."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.heaps = [torch.zeros(nbytes, dtype=torch.uint8), torch.zeros(nbytes, dtype=torch.uint8)]
+        self.offset = 0
+
+    def peers(self, rank: int = 0) -> Peers:
+        return Peers([h.data_ptr() for h in self.heaps], rank)
+
+    def tensor(self, rows: int, cols: int, dtype: torch.dtype, stride: int | None = None,
+               rank: int = 0) -> torch.Tensor:
+        stride = stride or cols
+        elem = torch.empty((), dtype=dtype).element_size()
+        nbytes = rows * stride * elem
+        t = self.heaps[rank][self.offset:self.offset + nbytes].view(dtype).view(rows, stride)[:, :cols]
+        self.offset += -(-nbytes // 64) * 64
+        return t
+
+    def on(self, t: torch.Tensor, rank: int) -> torch.Tensor:
+        """The same tensor on `rank`'s heap."""
+        home = next(h for h in self.heaps if 0 <= t.data_ptr() - h.data_ptr() < h.numel())
+        off = t.data_ptr() - home.data_ptr()
+        elem = t.element_size()
+        span = (t.shape[0] - 1) * t.stride(0) + t.shape[1]
+        flat = self.heaps[rank][off:off + span * elem].view(t.dtype)
+        return flat.as_strided(t.shape, t.stride())
+
+
+def run(ops: list, timeout_s: float = 1.0) -> None:
+    CopySchedule(ops, HostEngine(timeout_s))()
+
+
+def test_scatter_moves_this_ranks_columns_and_resets_the_counts() -> None:
+    M, n_local, blk_m, per_row = 40, 24, 8, 3
+    h = TwoHeaps(1 << 16)
+    c = h.tensor(M, 2 * n_local, torch.float32, stride=64)
+    src = c[:, :n_local]  # rank 0's columns
+    src.copy_(torch.randn(M, n_local))
+    n_rb = M // blk_m
+    cut = row_bands("scatter", n_rb, 2)
+    counts = torch.tensor(band_counts(cut, n_rb, 2 * n_rb), dtype=torch.int32)
+    for lo, hi in cut:  # the GEMM's counts: every band complete
+        counts[n_rb + cut.index((lo, hi))] = (hi - lo) * per_row
+    ops = scatter_ops(src, counts, per_row, blk_m, h.peers(), 2)
+    kinds = [type(x).__name__ for x in ops]
+    assert kinds.count("WaitGeq") == len(cut) and kinds.count("Copy2D") == len(cut) and kinds[-1] == "Zero32"
+    run(ops)
+    peer_c = h.on(c, 1)
+    assert torch.equal(peer_c[:, :n_local], src)
+    assert torch.equal(peer_c[:, n_local:], torch.zeros(M, n_local))  # rank 1's own columns untouched
+    assert counts[n_rb:n_rb + len(cut)].tolist() == [0] * len(cut)
+    assert counts[:n_rb].tolist() == band_counts(cut, n_rb, 2 * n_rb)[:n_rb]  # the map stays
+
+
+def test_reduce_rows_sends_each_owner_its_rows_only() -> None:
+    M, N, blk_m, world, rank = 40, 16, 8, 2, 1
+    h = TwoHeaps(1 << 16)
+    partial = h.tensor(M, N, torch.float32, stride=32, rank=rank)
+    partial.copy_(torch.randn(M, N))
+    recv = h.tensor(world * (M // world), N, torch.float32, stride=32, rank=rank).view(world, M // world, N)
+    n_rb = M // blk_m
+    cut = row_bands("reduce_rows", n_rb, world)
+    counts = torch.tensor(band_counts(cut, n_rb, 2 * n_rb), dtype=torch.int32)
+    counts[n_rb:n_rb + len(cut)] = torch.tensor([(hi - lo) * 2 for lo, hi in cut], dtype=torch.int32)
+    ops = reduce_rows_ops(partial, recv, counts, 2, blk_m, h.peers(rank), world)
+    run(ops)
+    # rank 1 sends rows [0, 20) (rank 0's) into rank 0's recv[1]; nothing of its own rows moves
+    assert torch.equal(h.on(recv[1], 0), partial[:20])
+    assert torch.equal(h.on(recv[0], 0), torch.zeros(20, N))
+    waited = [op for op in ops if isinstance(op, WaitGeq)]
+    assert len(waited) == sum(1 for lo, hi in cut if lo * blk_m < 20)
+
+
+def test_gather_a_fills_every_slot_and_its_ready_words() -> None:
+    M, K, blk_m, world, rank = 24, 40, 8, 2, 0
+    h = TwoHeaps(1 << 16)
+    a = torch.randn(M // world, K)
+    ag = h.tensor(M, K, torch.float32, stride=64)
+    n_rb = M // blk_m
+    a_ready = h.tensor(1, world * n_rb, torch.int32)[0]
+    fill = torch.full((n_rb,), 5, dtype=torch.int32)
+    ops = gather_a_ops(a, ag, a_ready, fill, blk_m, h.peers(rank), world)
+    run(ops)
+    assert torch.equal(ag[:12], a)  # slot 0 of this rank: its own rows
+    assert torch.equal(h.on(ag, 1)[12:], a)  # slot 1 of rank 1: rank 0's rows
+    # slot 0 covers row blocks 0, 1 (rows 0-11); slot 1 row blocks 1, 2 (rows 12-23)
+    assert a_ready.tolist() == [5, 5, 0, 0, 0, 0]
+    assert h.on(a_ready.view(1, -1), 1)[0].tolist() == [0, 0, 0, 0, 5, 5]
+
+
+def test_host_wait_gives_up_with_an_error() -> None:
+    word = torch.zeros(1, dtype=torch.int32)
+    with pytest.raises(TimeoutError, match="stayed at 0 < 3"):
+        run([WaitGeq(word.data_ptr(), 3)], timeout_s=0.05)
+
+
+def test_rows_copy_and_zero() -> None:
+    src = torch.arange(24, dtype=torch.float32).view(4, 6)
+    dst = torch.zeros(4, 8)[:, 1:7]
+    op = rows_copy(dst, src)
+    assert (op.width, op.rows, op.src_pitch, op.dst_pitch) == (24, 4, 24, 32)
+    words = torch.ones(4, dtype=torch.int32)
+    run([op, Zero32(words[1:].data_ptr(), 2)])
+    assert torch.equal(dst, src) and words.tolist() == [1, 0, 0, 1]
+    sched = CopySchedule([op, op, Copy2D(0, 1, 0, 1, 0, 0)], HostEngine(1.0))
+    assert sched.counts() == {"Copy2D": 3} and sched.fast
