@@ -347,6 +347,13 @@ def bench_name(alg: str, mode: str, dt: str, shape: tuple[int, int, int], w: int
     return f"{alg}_{mode}_{dt}_{m}x{n}x{k}_w{w}_g{g}of{t}_b{b}"
 
 
+def _has_copy_engine(algorithm: str) -> bool:
+    """Whether benchmark.py's mode copy_engine is built for `algorithm` (imported only when that mode is swept)."""
+    from overlap.planner import has_mode
+
+    return has_mode(algorithm, "copy_engine")
+
+
 def plan(cfg: SweepConfig) -> tuple[list[Run], list[str]]:
     """Every run of the sweep in order, and notes on combinations left out (sizes the world cannot split).
 
@@ -384,7 +391,10 @@ def plan(cfg: SweepConfig) -> tuple[list[Run], list[str]]:
                     notes.append(f"{alg} {shape} W={w}: {bad[0].upper()} is not a multiple of {w}")
                     continue
                 for mode in cfg.modes:
-                    splits = [None] if mode in cfg.no_split_modes else cfg.gemm_sms
+                    if mode == "copy_engine" and not _has_copy_engine(alg):
+                        notes.append(f"{alg} {shape}: mode copy_engine is not built for it")
+                        continue
+                    splits = [None] if mode in cfg.no_split_modes or mode == "copy_engine" else cfg.gemm_sms
                     for blocks in cfg.blocks:
                         for g in splits:
                             run = _bench_run(cfg, launcher, alg, mode, dt, shape, w, g, blocks)

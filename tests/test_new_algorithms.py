@@ -148,14 +148,19 @@ def test_heap_bytes_is_what_create_allocates(alg: str) -> None:
     for world in (1, 2, 4, 8):
         assert OverlapOp.heap_bytes(alg, 256, 512, 1024, "bf16", world) == heap_bytes(
             OverlapConfig(alg, 256, 512, 1024, "bf16"), world)
-    need = OverlapOp.heap_bytes(alg, 48, 80, 32, "fp32", 1, kernel=CPU_KERNEL)
-    sh = iris_ops.iris(need)
-    try:
-        op = OverlapOp.create(sh, alg, 48, 80, 32, "fp32", total_sms=2, gemm_sms=1, kernel=CPU_KERNEL)
-        assert sh.heap_offset == need
-        assert op.c.shape == (48, 80) and op.a.shape == (48, 32)  # one rank: its shard is the whole
-    finally:
-        sh.close()
+    # with a mode given, exactly what create allocates; with mode auto, enough for any mode the planner may pick
+    auto = OverlapOp.heap_bytes(alg, 48, 80, 32, "fp32", 1, kernel=CPU_KERNEL)
+    for mode in ("fused", "copy_engine"):
+        need = OverlapOp.heap_bytes(alg, 48, 80, 32, "fp32", 1, mode=mode, kernel=CPU_KERNEL)
+        assert need <= auto
+        sh = iris_ops.iris(need)
+        try:
+            gemm = 1 if mode == "fused" else 2
+            op = OverlapOp.create(sh, alg, 48, 80, 32, "fp32", mode, total_sms=2, gemm_sms=gemm, kernel=CPU_KERNEL)
+            assert sh.heap_offset == need
+            assert op.c.shape == (48, 80) and op.a.shape == (48, 32)  # one rank: its shard is the whole
+        finally:
+            sh.close()
 
 
 def test_shard_of_and_shapes() -> None:

@@ -349,3 +349,17 @@ def test_modes_come_from_the_planner(tmp_path: Path) -> None:
     rc = main(["--modes", "copy_engine", "--algorithms", "none", "--references", "none", "--logdir", str(tmp_path),
                "--dry_run", "--no_plot"])
     assert rc == (0 if "copy_engine" in PLANNER_MODES else 2)
+
+
+def test_copy_engine_runs_only_where_it_is_built(tmp_path: Path) -> None:
+    """--modes copy_engine plans all_scatter, all_gather_gemm and gemm_reduce_scatter (no --gemm_sms split: the
+    GEMM keeps every SM), and notes the algorithms it leaves out."""
+    cfg = parse_config(["--shapes", "64x64x64", "--datatypes", "fp32", "--modes", "copy_engine,fused",
+                        "--gemm_sms", "2,3", "--logdir", str(tmp_path)])
+    runs, notes = plan(cfg)
+    ce = sorted(r.what["algorithm"] for r in runs if r.what.get("mode") == "copy_engine")
+    assert ce == ["all_gather_gemm", "all_scatter", "gemm_reduce_scatter"]
+    assert all(r.what["gemm_sms"] is None for r in runs if r.what.get("mode") == "copy_engine")
+    assert len([r for r in runs if r.what.get("mode") == "fused"]) == 2 * 5  # every algorithm, both splits
+    assert any("all_reduce" in n and "copy_engine is not built" in n for n in notes)
+    assert any("one_shot" in n and "copy_engine is not built" in n for n in notes)
