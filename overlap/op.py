@@ -235,10 +235,9 @@ class OverlapOp:
         copy_kind = alg.copy_schedule if cfg.mode == "copy_engine" else None
         # (band map, then the band counts: copy_engine.band_counts; as long as the tile flags at least, which the
         # GEMM's checks ask of its flags)
-        self._counts_init = torch.tensor(
-            band_counts(row_bands(copy_kind or "scatter", n_rb, W), n_rb, max(2 * n_rb, self.tiles)),
-            dtype=torch.int32)
-        self.counts = self._counts_init.to(self.device)
+        self._counts_init = (torch.tensor(band_counts(row_bands(copy_kind, n_rb, W), n_rb, max(2 * n_rb, self.tiles)),
+                                          dtype=torch.int32) if copy_kind in ("scatter", "reduce_rows") else None)
+        self.counts = self._counts_init.to(self.device) if self._counts_init is not None else None
         self.tiles_per_row = -(-self.local_n // kc.BLK_N)
         self.recv = (shmem.zeros(W, M // W, padded_cols(N), dtype=self.out_dtype)[:, :, :N]
                      if copy_kind == "reduce_rows" else None)
@@ -426,7 +425,8 @@ class OverlapOp:
         extra = [self.a_ready] if self.a_ready is not None else []
         for t in (self.ctrl, self.ready, self.errors, *extra, *(g.locks for g in self._gemms.values())):
             t.zero_()
-        self.counts.copy_(self._counts_init)
+        if self.counts is not None:
+            self.counts.copy_(self._counts_init)
         if self.on_gpu:
             torch.cuda.synchronize(self.device)
         self.shmem.barrier()

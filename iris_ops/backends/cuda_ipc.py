@@ -13,7 +13,8 @@ from typing import Any
 import torch
 
 
-def _cuda_modules() -> tuple[Any, Any]:
+def cuda_modules() -> tuple[Any, Any]:
+    """cuda-python's driver and runtime modules (either package layout)."""
     try:
         from cuda.bindings import driver, runtime
     except ImportError:  # cuda-python < 12.6 layout
@@ -27,7 +28,8 @@ def _cuda_modules() -> tuple[Any, Any]:
     return driver, runtime
 
 
-def _check(result: Any, what: str) -> Any:
+def check(result: Any, what: str) -> Any:
+    """The value(s) of a cuda-python call's (error, value...) result; RuntimeError naming `what` on an error."""
     err, *rest = result if isinstance(result, tuple) else (result,)
     if int(err) != 0:
         raise RuntimeError(f"{what} failed: {err!r}")
@@ -50,7 +52,7 @@ class CudaIpcBackend:
     name = "cuda"
 
     def __init__(self, local_rank: int) -> None:
-        self.driver, self.runtime = _cuda_modules()
+        self.driver, self.runtime = cuda_modules()
         index = shared_gpu_index(local_rank)
         torch.cuda.set_device(index)
         self.device = torch.device("cuda", index)
@@ -64,16 +66,16 @@ class CudaIpcBackend:
     def export(self) -> Any:
         assert self._heap is not None
         ptr = self._heap.data_ptr()
-        base, _size = _check(
+        base, _size = check(
             self.driver.cuMemGetAddressRange(self.driver.CUdeviceptr(ptr)), "cuMemGetAddressRange"
         )
-        handle = _check(self.runtime.cudaIpcGetMemHandle(ptr), "cudaIpcGetMemHandle")
+        handle = check(self.runtime.cudaIpcGetMemHandle(ptr), "cudaIpcGetMemHandle")
         return {"handle": bytes(handle.reserved), "offset": ptr - int(base)}
 
     def open(self, handle: Any, peer: int) -> int:
         h = self.runtime.cudaIpcMemHandle_t()
         h.reserved = handle["handle"]
-        base = _check(
+        base = check(
             self.runtime.cudaIpcOpenMemHandle(h, self.runtime.cudaIpcMemLazyEnablePeerAccess),
             "cudaIpcOpenMemHandle",
         )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -129,19 +130,11 @@ class CudaEngine:
     """NVIDIA: stream memory operations and asynchronous 2-D copies through cuda-python's driver API."""
 
     def __init__(self) -> None:
-        try:
-            from cuda.bindings import driver
-        except ImportError:  # cuda-python < 12.6 layout
-            from cuda import cuda as driver  # type: ignore[no-redef]
-        self.cu = driver
-        self._streams: dict[int, Any] = {}
+        from iris_ops.backends.cuda_ipc import check, cuda_modules
 
-    @staticmethod
-    def _check(result: Any, what: str) -> Any:
-        err, *rest = result if isinstance(result, tuple) else (result,)
-        if int(err) != 0:
-            raise RuntimeError(f"copy engine: {what} failed: {err!r}")
-        return rest[0] if len(rest) == 1 else (rest or None)
+        self.cu, _ = cuda_modules()
+        self._check = check
+        self._streams: dict[int, Any] = {}
 
     def _stream(self, stream: Any) -> Any:
         import torch
@@ -225,10 +218,7 @@ class CopySchedule:
 
     def counts(self) -> dict[str, int]:
         """Operations by kind (what a step costs the host)."""
-        out: dict[str, int] = {}
-        for op in self.ops:
-            out[type(op).__name__] = out.get(type(op).__name__, 0) + 1
-        return out
+        return dict(Counter(type(op).__name__ for op in self.ops))
 
     def __call__(self, stream: Any = None) -> None:
         if self._replay(stream):

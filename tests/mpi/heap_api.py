@@ -50,16 +50,14 @@ def read_mapped(address: int, nbytes: int, device: torch.device) -> torch.Tensor
     on the device that owns the memory, the peer's, and copied in a context of that device, which a heap of
     torch symmetric memory does not grant access to: the peer's mapping is made for this rank's device only.)"""
     if device.type == "cuda":
-        try:
-            from cuda.bindings import driver
-        except ImportError:  # cuda-python < 12.6 layout
-            from cuda import cuda as driver  # type: ignore[no-redef]
+        from iris_ops.backends.cuda_ipc import check, cuda_modules
+
+        driver, _ = cuda_modules()
         torch.cuda.synchronize(device)
         buf = bytearray(nbytes)
         host = (ctypes.c_char * nbytes).from_buffer(buf)
-        (err,) = driver.cuMemcpyDtoH(ctypes.addressof(host), driver.CUdeviceptr(address), nbytes)
-        if int(err) != 0:
-            raise RuntimeError(f"cuMemcpyDtoH from {address:#x}: {err!r}")
+        check(driver.cuMemcpyDtoH(ctypes.addressof(host), driver.CUdeviceptr(address), nbytes),
+              f"cuMemcpyDtoH from {address:#x}")
         return torch.frombuffer(buf, dtype=torch.uint8)
     return torch.frombuffer(bytearray(ctypes.string_at(address, nbytes)), dtype=torch.uint8)
 
