@@ -40,6 +40,13 @@ gemm_bench() {
     | tee -a "$WORK/gemm.txt" | tail -n 16
 }
 
+gemm_sweep() {  # gemm_sweep TAG SHAPES [flags]: GEMM candidates per shape beside cuBLAS (harness.gemm_sweep)
+  local tag=$1 shapes=$2; shift 2
+  stamp "gemm sweep $tag"
+  timeout "${SWEEP_TIMEOUT:-280}" python3 -m harness.gemm_sweep --shapes "$shapes" --csv "$WORK/sweep/$tag.csv" "$@" \
+    2>&1 | tee -a "$WORK/gemm_sweep.txt" | tail -n "${SHOW:-40}"
+}
+
 overlap() {  # overlap SHAPE: every combination of the lists, validated and timed, in one launch
   local shape=$1 M N K
   IFS=x read -r M N K <<< "$shape"
