@@ -169,8 +169,16 @@ def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: tor
     return [head, *rows]
 
 
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    import pandas as pd
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """One row per (shape, candidate), plus the cuBLAS row of each shape (candidate "cublas")."""
+    """One row per (shape, candidate), plus the cuBLAS row of each shape (candidate "cublas"); with --csv the
+    file is rewritten after every shape, so a run stopped by a time limit keeps the shapes it finished."""
     device = default_device()
     gpu = device.type == "cuda"
     programs = args.num_programs or default_num_programs(device)
@@ -188,6 +196,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         print(f"[{time.time() - t0:6.1f}s] {si + 1}/{len(args.shape_list)} {shape_rows[0]['shape']}: cuBLAS "
               f"{shape_rows[0]['ms']:.4f} ms; best {best['candidate'] if best else '-'} "
               f"{best['vs_cublas'] if best else float('nan'):.3f}x", flush=True)
+        if args.csv:
+            write_csv(rows, Path(args.csv))
     return rows
 
 
@@ -211,18 +221,16 @@ def report(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    rows = run(args)
-    print(report(rows))
-    if args.csv:
-        import pandas as pd
-
+    if args.csv:  # what ran where, first: a run cut short by a time limit keeps it
         path = Path(args.csv)
         path.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(rows).to_csv(path, index=False)
         meta = {"device": sysinfo.device_info(), "software": sysinfo.software_versions(), "git": sysinfo.git_info(),
                 "argv": sys.argv[1:]}
         path.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
-        print(f"wrote {path}")
+    rows = run(args)
+    print(report(rows))
+    if args.csv:
+        print(f"wrote {args.csv}")
     bad = [r for r in rows if r.get("rel_error", 0.0) > 2e-2]
     return 1 if bad else 0
 
