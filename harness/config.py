@@ -44,12 +44,13 @@ MODE_HELP = {
 }
 
 # The problem and run defaults. Everything that shapes the kernels (mode, SM split, tiles, stages, warps, TMA,
-# Stream-K rounds, communication tile) is the planner's (overlap/planner.py) unless given.
+# Stream-K schedule and rounds, communication tile) is the planner's (overlap/planner.py) unless given.
 CPU_DEFAULTS = {"m": 64, "n": 64, "k": 64, "iters": 3, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp16"}
 GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
 # Flags the planner fills when unset (the kernel's fields and --tma make up OverlapConfig.kernel).
-PLANNED_FLAGS = ("mode", "total_sms", "gemm_sms", "sk_rounds", "COMMUNICATION_TILE_M", "COMMUNICATION_TILE_N",
-                 "BLK_M", "BLK_N", "BLK_K", "num_stages", "num_warps", "tma")
+PLANNED_FLAGS = ("mode", "total_sms", "gemm_sms", "sk_rounds", "schedule", "two_tiles", "COMMUNICATION_TILE_M",
+                 "COMMUNICATION_TILE_N", "BLK_M", "BLK_N", "BLK_K", "num_stages", "num_warps", "tma")
+SCHEDULE_VALUES = ("auto", "hybrid", "dp", "sk")
 
 
 @dataclass
@@ -100,7 +101,7 @@ class BenchConfig:
     output_file: str | None = None
     seed: int = 0
     timeout_s: float = 30.0
-    schedule: str = "hybrid"
+    schedule: str = "auto"
     tma: str = "auto"
     gemm_joins_comm: bool = True
     start_sync: str = "device"
@@ -146,8 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("--COMMUNICATION_TILE_N", type=int, default=None, help="columns a communication step moves; divides BLK_N")
     a("--gsize_m", type=int_in(1, 64), default=8,
       help="grouped tile order: tiles of this many rows are walked together")
-    a("--two_tiles", default="true", help="Stream-K over the last partial wave plus one full wave (true/false)")
-    a("--schedule", default="hybrid", help="GEMM schedule: hybrid (DP + Stream-K), dp, or sk")
+    a("--two_tiles", default=None,
+      help="with --schedule hybrid: Stream-K over the last partial wave plus one full wave (true), or over the last "
+      "partial wave only (false); default: the planner's")
+    a("--schedule", default=None,
+      help="GEMM schedule: auto (the planner's choice of dp or hybrid by the shape), hybrid (DP waves + Stream-K), "
+      "dp (data-parallel only), or sk (Stream-K only)")
     a("--gemm_joins_comm", default="true",
       help="fused and two_streams on a GPU: GEMM programs done with their tiles help move the rest (true/false)")
     a("--tma", default="auto",
@@ -287,7 +292,10 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
             else:
                 v = getattr(cfg, f.name)
         setattr(cfg, f.name, v)
-    cfg.two_tiles = _bool("--two_tiles", values["two_tiles"])
+    if values["two_tiles"] is not None:
+        cfg.two_tiles = values["two_tiles"] = _bool("--two_tiles", values["two_tiles"])
+    if cfg.schedule not in SCHEDULE_VALUES:  # before the planner, which would take it
+        raise ConfigError("--schedule", f"must be one of {', '.join(SCHEDULE_VALUES)}, got {cfg.schedule!r}")
     cfg.gemm_joins_comm = _bool("--gemm_joins_comm", values["gemm_joins_comm"])
     cfg.sk_first = _bool("--sk_first", values["sk_first"])
     if cfg.tma not in ("auto", "on", "off"):
@@ -325,7 +333,7 @@ def fixed_from_flags(cfg: BenchConfig, values: dict[str, Any], target: Any) -> d
 
     given = {name for name in PLANNED_FLAGS if values.get(name) not in (None, AUTO)}
     fixed: dict[str, Any] = {}
-    for name in ("mode", "total_sms", "gemm_sms", "sk_rounds"):
+    for name in ("mode", "total_sms", "gemm_sms", "sk_rounds", "schedule", "two_tiles"):
         if name in given:
             fixed[name] = values[name]
     if "COMMUNICATION_TILE_M" in given:
@@ -352,6 +360,7 @@ def apply_plan(cfg: BenchConfig, values: dict[str, Any], device: DeviceFacts, wo
     c = chosen.choice
     k = c.kernel
     cfg.mode, cfg.total_sms, cfg.gemm_sms, cfg.sk_rounds = c.mode, c.total_sms, c.gemm_sms, c.sk_rounds
+    cfg.schedule, cfg.two_tiles = c.schedule, c.two_tiles
     cfg.COMMUNICATION_TILE_M, cfg.COMMUNICATION_TILE_N = c.comm_tile_m, c.comm_tile_n
     cfg.BLK_M, cfg.BLK_N, cfg.BLK_K = k.BLK_M, k.BLK_N, k.BLK_K
     cfg.num_stages, cfg.num_warps = k.num_stages, k.num_warps
@@ -365,6 +374,7 @@ def planned_fields(cfg: BenchConfig) -> dict[str, Any]:
     from stream_k.configs import KernelConfig
 
     return {"mode": cfg.mode, "total_sms": cfg.total_sms, "gemm_sms": cfg.gemm_sms, "sk_rounds": cfg.sk_rounds,
+            "schedule": cfg.schedule, "two_tiles": cfg.two_tiles,
             "comm_tile_m": cfg.COMMUNICATION_TILE_M, "comm_tile_n": cfg.COMMUNICATION_TILE_N,
             "kernel": KernelConfig(cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, cfg.num_stages, cfg.num_warps, tma=cfg.use_tma)}
 
@@ -383,6 +393,7 @@ def tuning_configs(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> li
         c = dataclasses.replace(cfg, defaulted=list(cfg.defaulted))
         k = cand.kernel
         c.mode, c.total_sms, c.gemm_sms, c.sk_rounds = cand.mode, cand.total_sms, cand.gemm_sms, cand.sk_rounds
+        c.schedule, c.two_tiles = cand.schedule, cand.two_tiles
         c.COMMUNICATION_TILE_M, c.COMMUNICATION_TILE_N = cand.comm_tile_m, cand.comm_tile_n
         c.BLK_M, c.BLK_N, c.BLK_K, c.num_stages, c.num_warps, c.use_tma = (k.BLK_M, k.BLK_N, k.BLK_K, k.num_stages,
                                                                           k.num_warps, k.tma)
@@ -405,8 +416,8 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
         raise ConfigError("--mode", f"{cfg.mode} is built for {able}, not {cfg.algorithm}")
     if cfg.datatype not in DATATYPES:
         raise ConfigError("--datatype", f"must be one of {', '.join(DATATYPES)}, got {cfg.datatype!r}")
-    if cfg.schedule not in ("hybrid", "dp", "sk"):
-        raise ConfigError("--schedule", f"must be hybrid, dp or sk, got {cfg.schedule!r}")
+    if cfg.schedule not in SCHEDULE_VALUES:
+        raise ConfigError("--schedule", f"must be one of {', '.join(SCHEDULE_VALUES)}, got {cfg.schedule!r}")
     for flag, v in (("-m", cfg.m), ("-n", cfg.n), ("-k", cfg.k)):
         if v < 1:
             raise ConfigError(flag, f"must be >= 1, got {v}")

@@ -97,8 +97,8 @@ class OverlapConfig:
     comm_tile_m: int | None = None  # the block a communication step moves (a whole GEMM tile)
     comm_tile_n: int | None = None
     comm_threads: int = 256  # threads per program of the separate communication kernel
-    two_tiles: bool = True
-    schedule: str = "hybrid"
+    two_tiles: bool | None = None  # with schedule hybrid: Stream-K on one more full wave of tiles (planned)
+    schedule: str = AUTO  # the GEMM's Stream-K schedule (stream_k.plan.SCHEDULES), or "auto": planned
     sk_first: bool = False
     sk_rounds: int | None = None
     gemm_joins_comm: bool = True
@@ -439,7 +439,7 @@ class OverlapOp:
             cfg, kc = self.cfg, self.cfg.kernel
             assert kc is not None
             plan = plan_streamk(cfg.m, self.local_n, self.local_k, kc.BLK_M, kc.BLK_N, kc.BLK_K, programs,
-                                gsize_m=kc.gsize_m, two_tiles=cfg.two_tiles, schedule=cfg.schedule,
+                                gsize_m=kc.gsize_m, two_tiles=bool(cfg.two_tiles), schedule=cfg.schedule,
                                 sk_first=cfg.sk_first, sk_rounds=cfg.sk_rounds or 1)
             self._gemms[programs] = StreamKGemm(plan, cfg.datatype, kc, device=self.device, timeout_s=cfg.timeout_s)
         return self._gemms[programs]

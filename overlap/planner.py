@@ -1,10 +1,11 @@
 """The one place that chooses the op's defaults: for a problem (algorithm, M, N, K, dtype, world size) on a
-device it picks the mode, the SM split, the GEMM tile, stages and warps, TMA, the Stream-K rounds and the
-communication tile. Explicit values win: the planner only fills what the caller left unset, and says which
-values it planned (`Plan.planned`) and where they came from (`Plan.source`: a tuning-cache entry, the cost
-model, or the interpreter's fixed small config).
+device it picks the mode, the SM split, the GEMM tile, stages and warps, TMA, the Stream-K schedule (data-parallel
+or Stream-K on the leftover tiles) and rounds, and the communication tile. Explicit values win: the planner only
+fills what the caller left unset, and says which values it planned (`Plan.planned`) and where they came from
+(`Plan.source`: a tuning-cache entry, the cost model, or the interpreter's fixed small config).
 
-The cost model ranks candidates by a predicted step time built from rates: the GEMM's throughput per SM,
+The cost model ranks candidates by a predicted step time built from rates: the GEMM's throughput per SM times
+the critical path of its Stream-K plan in MAC iterations plus the fix-up (stream_k.plan.StreamKPlan.cost_iters),
 the communication's bytes per program and the link's ceiling, a fixed cost per step for the end-of-step peer
 barrier. The rates are the measured facts of 2 x H200 (results/README.md, README "Facts"): cuBLAS-level
 TFLOP/s for the TMA Stream-K kernel, remote reads ~140 GB/s from 16 programs and ~300 GB/s at most, remote
@@ -15,6 +16,7 @@ candidates on the machine and stores the winner in the tuning cache (`TuningCach
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import time
@@ -25,21 +27,24 @@ from typing import Any
 
 from overlap.algorithms import ALGORITHMS
 from stream_k.configs import KernelConfig, default_config
+from stream_k.plan import StreamKPlan, plan_streamk
 from stream_k.tiles import num_tiles
 
 MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential", "copy_engine")
 OVERLAPPED_MODES = ("two_streams", "fused")
 AUTO = "auto"
 # What the planner fills when unset (the names of OverlapConfig's fields).
-PLANNED_FIELDS = ("mode", "total_sms", "gemm_sms", "kernel", "sk_rounds", "comm_tile_m", "comm_tile_n")
+PLANNED_FIELDS = ("mode", "total_sms", "gemm_sms", "kernel", "sk_rounds", "schedule", "two_tiles", "comm_tile_m",
+                  "comm_tile_n")
 CACHE_ENV = "STREAMK_PGAS_TUNING_CACHE"
 
 # ---- rates (per device family) -------------------------------------------------------------------------
 
-# Dense GEMM TFLOP/s of the whole device for the default tile (TMA Stream-K reaches cuBLAS: 679-708 bf16 on
-# an H200); other tiles scale by KERNEL_EFFICIENCY.
+# Dense GEMM TFLOP/s of the whole device for the default tile on full waves (TMA Stream-K reaches cuBLAS: 679-708
+# bf16 on an H200; a 128 x 256 x 64 MAC iteration took 0.65-0.80 us on the grid shards, 0.76 on average: 720
+# TFLOP/s, session 7); other tiles scale by the efficiency kernel_candidates gives them.
 GEMM_TFLOPS = {
-    "sm90": {"bf16": 680.0, "fp16": 650.0, "fp32": 300.0, "int8": 1300.0},
+    "sm90": {"bf16": 720.0, "fp16": 690.0, "fp32": 300.0, "int8": 1300.0},
     "other": {"bf16": 250.0, "fp16": 250.0, "fp32": 40.0, "int8": 500.0},
 }
 # Communication per program (GB/s) and the link's ceiling per rank (GB/s). one_shot reads remote tiles
@@ -138,6 +143,10 @@ class Candidate:
     sk_rounds: int
     comm_tile_m: int
     comm_tile_n: int
+    # the GEMM's Stream-K schedule (stream_k.plan); these defaults are what every run used before the planner
+    # chose them, so a tuning-cache entry from then is read as what it measured
+    schedule: str = "hybrid"
+    two_tiles: bool = True
     predicted_ms: float = 0.0
 
     def fields(self) -> dict[str, Any]:
@@ -145,8 +154,9 @@ class Candidate:
 
     def describe(self) -> str:
         k = self.kernel
+        sched = self.schedule + ("" if self.schedule != "hybrid" else " two_tiles" if self.two_tiles else " one_tile")
         return (f"{self.mode} gemm_sms {self.gemm_sms}/{self.total_sms} tile {k.BLK_M}x{k.BLK_N}x{k.BLK_K} "
-                f"s{k.num_stages} w{k.num_warps}{' tma' if k.tma else ''} sk_rounds {self.sk_rounds} "
+                f"s{k.num_stages} w{k.num_warps}{' tma' if k.tma else ''} {sched} sk_rounds {self.sk_rounds} "
                 f"comm {self.comm_tile_m}x{self.comm_tile_n}")
 
 
@@ -171,36 +181,36 @@ def kernel_candidates(datatype: str, target: Target) -> list[tuple[KernelConfig,
     base = default_config(datatype, target.arch).replace(tma=target.tma)
     out = [(base, 1.0)]
     if not target.interpreted and base.BLK_N > 128:
-        # a narrower tile doubles the tile count, but measured on one H200 it was slower on every grid shard
-        # tried, small ones included (0.43-0.92x cuBLAS against 0.74-0.99x for 128 x 256): a --tune candidate
-        # that the model ranks low
+        # a narrower tile doubles the tile count: it wins only where that fills a wave the default tile leaves
+        # half empty. On one H200 (session 7, data-parallel on 132 SMs) its MAC iterations ran at 0.73-0.93 of
+        # the default tile's rate per FLOP (median ~0.87), and it was the best tile at 512 x 4096 x 8192 (64
+        # tiles of 128 x 256): 0.87x cuBLAS against 0.85x for the default tile cut in two pieces
         out.append((base.replace(BLK_N=128, num_stages=4 if datatype in ("bf16", "fp16") else base.num_stages),
-                    0.75))
+                    0.85))
     return out
 
 
-def rounds_factor(tiles: int, programs: int, k: int, blk_k: int, rounds: int) -> float:
-    """The GEMM's time with `rounds` Stream-K rounds relative to one round. Measured on one H200 (bf16, 128 x 256 x 64
-    tiles, 132 programs, commit 71e124c): with long tiles (K / BLK_K >= 256 iterations) two rounds were 5-13%
-    faster (8192 x 4096 x 28672 0.89-0.93x -> 0.98x cuBLAS, 4096 x 4096 x 28672 0.83x -> 0.94x); with K <= 8192
-    within +-2%; with fewer than two waves of tiles 5-14% slower (1024 x 4096 x 8192, 2048 x 4096 x 7168)."""
-    if rounds <= 1:
-        return 1.0
-    if tiles < 2 * programs:
-        return 1.1
-    return 0.92 if -(-k // blk_k) >= 256 else 1.005
+def schedule_options(fixed: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """(schedule, two_tiles) pairs to rank: the fixed one, else data-parallel and the one-tile hybrid (the two-tile
+    hybrid only when --two_tiles true was given: stream_k.plan's docstring says why it is not chosen)."""
+    if "schedule" in fixed:
+        return [(fixed["schedule"], fixed.get("two_tiles", True))]
+    two = fixed.get("two_tiles", False)
+    return [("dp", two), ("hybrid", two)]
 
 
-def _gemm_ms(p: Problem, target: Target, kernel: KernelConfig, eff: float, programs: int, rounds: int = 1) -> float:
+def gemm_plan(p: Problem, kernel: KernelConfig, programs: int, rounds: int, schedule: str,
+              two_tiles: bool) -> StreamKPlan:
     m, n, k = p.local()
-    tiles = num_tiles(m, n, kernel.BLK_M, kernel.BLK_N)
-    flops = 2.0 * tiles * kernel.BLK_M * kernel.BLK_N * k  # padded edge tiles cost what full ones do
+    return plan_streamk(m, n, k, kernel.BLK_M, kernel.BLK_N, kernel.BLK_K, programs, gsize_m=kernel.gsize_m,
+                        schedule=schedule, two_tiles=two_tiles, sk_rounds=rounds)
+
+
+def _gemm_ms(p: Problem, target: Target, kernel: KernelConfig, eff: float, plan: StreamKPlan) -> float:
+    """The GEMM's time: the plan's cost in MAC iterations (critical path + fix-up) at the device's rate per SM."""
     per_sm = GEMM_TFLOPS[_arch_family(target.arch)].get(p.datatype, 250.0) * 1e12 / max(1, target.sms)
-    # Stream-K spreads the MAC iterations evenly; with fewer tiles than programs the split tiles' fix-up costs
-    # about one tile's partial round trip.
-    fixup = 0.004 if tiles < programs else 0.0
-    main = flops / (per_sm * programs * eff) * 1e3 * rounds_factor(tiles, programs, k, kernel.BLK_K, rounds)
-    return main + fixup + 0.004
+    iteration_ms = 2.0 * kernel.BLK_M * kernel.BLK_N * kernel.BLK_K / (per_sm * eff) * 1e3
+    return plan.cost_iters() * iteration_ms + 0.004
 
 
 def comm_bytes(p: Problem, out_elem: int) -> tuple[float, float]:
@@ -233,13 +243,14 @@ def predict_ms(p: Problem, target: Target, c: Candidate, eff: float) -> float:
     m, n, _ = p.local()
     tiles = num_tiles(m, n, kc.BLK_M, kc.BLK_N)
     tile_remote = remote / max(1, tiles)
+    # the GEMM runs on every program except in the overlapped modes, which give it G
+    gplan = gemm_plan(p, kc, G if c.mode in OVERLAPPED_MODES else T, c.sk_rounds, c.schedule, c.two_tiles)
+    g = _gemm_ms(p, target, kc, eff, gplan)
     if c.mode == "copy_engine":
-        return _copy_engine_ms(p, _gemm_ms(p, target, kc, eff, T, c.sk_rounds), remote, local, out_elem) + sync
+        return _copy_engine_ms(p, g, remote, local, out_elem) + sync
     if c.mode == "bulk_sync":
-        g = _gemm_ms(p, target, kc, eff, T, c.sk_rounds)
         return g + remote / _comm_rate(p, T) + local_ms + sync + STEP_US["launch"] / 1e3
     if c.mode == "fused_sequential":
-        g = _gemm_ms(p, target, kc, eff, T, c.sk_rounds)
         if p.algorithm not in EPILOGUE_GBS:  # one_shot: publish from the epilogue, reduce after the GEMM work
             return g + remote / _comm_rate(p, T) + local_ms + sync
         # each program pushes its own tiles (all_reduce: into every rank's C, its own included) between tiles
@@ -249,15 +260,13 @@ def predict_ms(p: Problem, target: Target, c: Candidate, eff: float) -> float:
         return max(g + stall, remote / (LINK_GBS[p.algorithm] * 1e6)) + zero + sync
     # fused / two_streams: communication programs follow the GEMM's tiles; GEMM programs join when done
     fused_eff = FUSED_COMM_EFFICIENCY.get(p.algorithm, 1.0) if c.mode == "fused" else 1.0
-    g = _gemm_ms(p, target, kc, eff, G, c.sk_rounds)
     extra = STEP_US["two_streams"] / 1e3 if c.mode == "two_streams" else 0.0
     if p.algorithm == "all_gather_gemm":  # the other way round: the GEMM waits for the rows the programs push
         return max(g, remote / _comm_rate(p, T - G, fused_eff)) + g / p.world_size + local_ms + sync + extra
     first = g / max(1.0, tiles / G)  # the first wave of tiles is ready
     during = _comm_rate(p, T - G, fused_eff) * max(0.0, g - first)
     rest = max(0.0, remote - during) / _comm_rate(p, T, fused_eff)
-    last_wave = min(tiles, G) / 2 ** (c.sk_rounds - 1)  # tiles finishing together at the end
-    tail = last_wave * tile_remote / _comm_rate(p, T, fused_eff)
+    tail = gplan.final_tiles() * tile_remote / _comm_rate(p, T, fused_eff)
     return g + rest + tail + local_ms + sync + extra
 
 
@@ -280,8 +289,9 @@ def _copy_engine_ms(p: Problem, g: float, remote: float, local: float, out_elem:
 
 
 def given(fixed: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The fields a caller fixed: those not None (and a mode other than "auto")."""
-    return {k: v for k, v in (fixed or {}).items() if v is not None and not (k == "mode" and v == AUTO)}
+    """The fields a caller fixed: those not None (and a mode or schedule other than "auto")."""
+    return {k: v for k, v in (fixed or {}).items()
+            if v is not None and not (k in ("mode", "schedule") and v == AUTO)}
 
 
 def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None = None) -> list[Candidate]:
@@ -293,8 +303,6 @@ def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None 
     out: list[Candidate] = []
     for mode in modes:
         for kernel, eff in kernels:
-            m, n, _ = p.local()
-            tiles = num_tiles(m, n, kernel.BLK_M, kernel.BLK_N)
             if "gemm_sms" in fixed:
                 splits = [fixed["gemm_sms"]]
             elif mode in OVERLAPPED_MODES:
@@ -303,12 +311,13 @@ def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None 
                 splits = [T]  # the GEMM keeps every SM
             else:
                 splits = [max(1, T - 16)]  # unused by these modes (they run every program as both)
-            for g in splits:
+            for g, (schedule, two_tiles) in itertools.product(splits, schedule_options(fixed)):
+                # rounds cut Stream-K tiles: none to cut in a data-parallel plan
                 rounds_options = [fixed["sk_rounds"]] if "sk_rounds" in fixed else (
-                    [1, 2] if p.algorithm != "one_shot" and tiles >= g else [1])
+                    [1, 2] if p.algorithm != "one_shot" and schedule != "dp" else [1])
                 for rounds in rounds_options:
                     c = Candidate(mode, T, g, kernel, rounds, fixed.get("comm_tile_m", kernel.BLK_M),
-                                  fixed.get("comm_tile_n", kernel.BLK_N))
+                                  fixed.get("comm_tile_n", kernel.BLK_N), schedule, two_tiles)
                     out.append(dataclasses.replace(c, predicted_ms=predict_ms(p, target, c, eff)))
     out.sort(key=lambda c: c.predicted_ms)
     return out
@@ -320,8 +329,10 @@ def interpreter_choice(p: Problem, fixed: Mapping[str, Any]) -> Candidate:
     total = fixed.get("total_sms") or 4
     mode = fixed.get("mode") if fixed.get("mode") not in (None, AUTO) else "fused"
     gemm = fixed.get("gemm_sms") or (total if mode == "copy_engine" else max(1, total // 2))
+    # the two-tile hybrid: Stream-K and its fix-up on the most tiles, so the CPU tests exercise them
     return Candidate(mode, total, gemm, kernel, fixed.get("sk_rounds") or 1,
-                     fixed.get("comm_tile_m") or min(16, kernel.BLK_M), fixed.get("comm_tile_n") or kernel.BLK_N)
+                     fixed.get("comm_tile_m") or min(16, kernel.BLK_M), fixed.get("comm_tile_n") or kernel.BLK_N,
+                     fixed.get("schedule", "hybrid"), fixed.get("two_tiles", True))
 
 
 def plan(p: Problem, target: Target, fixed: Mapping[str, Any] | None = None,

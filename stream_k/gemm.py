@@ -22,7 +22,7 @@ from stream_k.configs import KernelConfig, current_arch, default_config
 from stream_k.dtypes import DATATYPES as DTYPES
 from stream_k.dtypes import output_dtype
 from stream_k.kernel import store_and_signal, streamk_gemm_kernel
-from stream_k.plan import StreamKPlan, plan_streamk
+from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 
 _INT32_MAX = 2**31 - 1
 
@@ -105,10 +105,11 @@ class StreamKGemm:
 
     @classmethod
     def create(cls, M: int, N: int, K: int, dtype: torch.dtype | str, num_programs: int | None = None, *,
-               config: KernelConfig | None = None, schedule: str = "hybrid", two_tiles: bool = True,
+               config: KernelConfig | None = None, schedule: str = AUTO_SCHEDULE, two_tiles: bool = True,
                sk_first: bool = False, sk_rounds: int = 1, device: torch.device | str | None = None,
                timeout_s: float = 10.0) -> StreamKGemm:
-        """Plan M x N x K over num_programs (default: every SM) with `config` (default: default_config)."""
+        """Plan M x N x K over num_programs (default: every SM) with `config` (default: default_config); schedule
+        "auto" takes the cheaper of data-parallel and the one-tile hybrid (stream_k.plan)."""
         name = dtype_name(dtype)
         cfg = config if config is not None else default_config(name)
         dev = torch.device(device) if device is not None else default_device()
@@ -249,7 +250,7 @@ _CACHE: dict[tuple, StreamKGemm] = {}
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, num_programs: int | None = None, *,
-           schedule: str = "hybrid", two_tiles: bool = True, config: KernelConfig | None = None,
+           schedule: str = AUTO_SCHEDULE, two_tiles: bool = True, config: KernelConfig | None = None,
            **cfg: Any) -> torch.Tensor:
     """C = A @ B with the Stream-K kernel (new output tensor). `cfg` overrides fields of the default config."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:

@@ -34,6 +34,22 @@ not run yet in Triton's interpreter, which runs programs one after another in pi
 
 `StreamKPlan.work_items` is the pure-Python mirror of the kernel's loop; tests check it covers every
 iteration exactly once.
+
+Which schedule (`schedule="auto"`: the default of StreamKGemm.create and matmul; the op's planner ranks the same
+two): the cheaper by `cost_iters` of
+"dp" and "hybrid" with a Stream-K share of the leftover tiles only (`two_tiles=False`). The cost is the
+critical path in MAC iterations (`max_iters_per_program`), plus the fix-up (a fixed cost for each round that
+splits tiles, and a cost per partial that the round's busiest owner adds), plus a surcharge on each program's
+Stream-K iterations beyond one tile's worth: while every program works on another tile at another K offset,
+L2 reuse collapses. Measured on one H200 (bf16, 128 x 256 x 64 tiles, 132 programs, 18 shards of the model
+grid, harness.gemm_sweep, results/README.md "Session 7"): the fix-up costs about FIXUP_ITERS +
+FIXUP_PARTIAL_ITERS * partials iterations (~15 us + ~3 us per partial), FIXUP_ROUND_ITERS more for each further
+round; all-Stream-K plans ran 1.5-1.8x
+slower than data-parallel ones (SK_SURCHARGE). So DP wins when the last wave is nearly full or the leftover
+tiles are few (each split over many programs), the one-tile hybrid when the last wave is far from full; the
+two-tile hybrid of Osama et al. was never faster than the better of those two by more than its spread, and
+6-17% slower with long tiles (K / BLK_K >= 224), so "auto" does not choose it (it stays available as
+schedule="hybrid", two_tiles=True).
 """
 
 from __future__ import annotations
@@ -45,6 +61,12 @@ from typing import Any
 from stream_k.tiles import tile_coords_host as tile_coords  # noqa: F401  (re-exported)
 
 SCHEDULES = ("hybrid", "dp", "sk")
+AUTO_SCHEDULE = "auto"  # plan_streamk picks dp or the one-tile hybrid by cost_iters
+# The fix-up's cost in MAC iterations of a 128 x 256 x 64 tile (module docstring); partials scale with the tile.
+FIXUP_ITERS = 20.0
+FIXUP_PARTIAL_ITERS = 4.0
+FIXUP_ROUND_ITERS = 10.0  # each further round with split tiles (two rounds measured +6..+45 iterations, median ~10)
+SK_SURCHARGE = 0.6  # extra cost of a Stream-K iteration past the first tile's worth of a program's share
 
 
 def cdiv(a: int, b: int) -> int:
@@ -210,6 +232,39 @@ class StreamKPlan:
                 sk += ipp + (1 if rem else 0)
         return dp + sk
 
+    def fixup_partials(self) -> list[int]:
+        """Per SK round, the most partials one owner adds to finish a tile (0: no split tile in that round)."""
+        out = []
+        ipt = self.iters_per_tile
+        for r in range(self.sk_rounds):
+            first, _, count = self.round_split(r)
+            if self.aligned(r):  # pieces of no iterations (K steps < S) publish nothing
+                out.append(sum(1 for j in range(self.split - 1) if (j + 1) * ipt // self.split > j * ipt // self.split)
+                           if count else 0)
+                continue
+            tiles = self.round_bounds()[r + 1] - first
+            out.append(max((self.program_of(t * ipt + ipt - 1, r) - self.program_of(t * ipt, r) for t in range(tiles)),
+                           default=0))
+        return out
+
+    def cost_iters(self, fixup_iters: float = FIXUP_ITERS, partial_iters: float = FIXUP_PARTIAL_ITERS) -> float:
+        """The GEMM's time in MAC iterations of one tile: the critical path, the fix-up of each round with split
+        tiles, the Stream-K surcharge (module docstring). A partial's cost scales with the tile's area."""
+        area = self.BLK_M * self.BLK_N / (128 * 256)
+        split = [n for n in self.fixup_partials() if n]
+        fixup = sum(partial_iters * area * n for n in split) + (fixup_iters + FIXUP_ROUND_ITERS * (len(split) - 1)
+                                                                  if split else 0.0)
+        crit = self.max_iters_per_program()
+        sk_share = crit - cdiv(self.dp_tiles, self.num_programs) * self.iters_per_tile
+        return crit + fixup + SK_SURCHARGE * max(0, sk_share - self.iters_per_tile)
+
+    def final_tiles(self) -> int:
+        """How many tiles complete together at the GEMM's end: the last DP wave's, or the last SK round's."""
+        if self.sk_tiles == 0:
+            return self.dp_tiles - (cdiv(self.dp_tiles, self.num_programs) - 1) * self.num_programs
+        b = self.round_bounds()
+        return b[-1] - b[-2]
+
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -248,6 +303,8 @@ def plan_streamk(
     """Split an M x N x K GEMM over num_programs programs.
 
     schedule:
+      "auto":   the cheaper by cost_iters of "dp" and "hybrid" with two_tiles=False (module docstring); the
+                plan returned names the one chosen.
       "hybrid": full waves of DP tiles plus one Stream-K wave holding the r = tiles % P leftover tiles,
                 or, with two_tiles and at least one full wave, r + P tiles (the "two-tile" hybrid of
                 Osama et al.: each program's SK share is between one and two tiles, so no program's
@@ -263,8 +320,12 @@ def plan_streamk(
         _check_block(name, value)
     if not isinstance(sk_rounds, int) or not 1 <= sk_rounds <= MAX_SK_ROUNDS:
         raise ValueError(f"sk_rounds must be an integer in 1..{MAX_SK_ROUNDS}; got {sk_rounds!r}")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}; got {schedule!r}")
+    if schedule not in (*SCHEDULES, AUTO_SCHEDULE):
+        raise ValueError(f"schedule must be one of {', '.join((*SCHEDULES, AUTO_SCHEDULE))}; got {schedule!r}")
+    if schedule == AUTO_SCHEDULE:
+        options = [plan_streamk(M, N, K, BLK_M, BLK_N, BLK_K, num_programs, gsize_m=gsize_m, two_tiles=False,
+                                schedule=s, sk_first=sk_first, sk_rounds=sk_rounds) for s in ("dp", "hybrid")]
+        return min(options, key=lambda p: p.cost_iters())  # dp on a tie: no fix-up at all
 
     tiles_m, tiles_n = cdiv(M, BLK_M), cdiv(N, BLK_N)
     num_tiles = tiles_m * tiles_n

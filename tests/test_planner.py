@@ -46,13 +46,16 @@ def shape_flags(alg: str, m: int, n: int, k: int) -> list[str]:
                                                  ("one_shot", "two_streams")])
 @pytest.mark.parametrize("shape", [(4864, 4096, 8256), (8192, 8192, 8192)])
 def test_model_picks_the_measured_winners(algorithm: str, mode: str, shape: tuple[int, int, int]) -> None:
-    """At the two shapes measured on 2 x H200 (results/README.md), the model ranks first the mode that won
-    there, with a TMA 128 x 256 tile and some SMs left to communication."""
-    cfg = parse_config(shape_flags(algorithm, *shape), H200, 2)
+    """At the two shapes measured on 2 x H200 (results/README.md), with the GEMM schedule those runs had (the
+    two-tile hybrid), the model ranks first the mode that won there, with a TMA 128 x 256 tile and some SMs left
+    to communication."""
+    argv = [*shape_flags(algorithm, *shape), "--schedule", "hybrid", "--two_tiles", "true"]
+    cfg = parse_config(argv, H200, 2)
     assert cfg.mode == mode, cfg.plan
     assert (cfg.BLK_M, cfg.BLK_N, cfg.use_tma) == (128, 256, True)
     assert 100 <= cfg.gemm_sms < 132
-    assert cfg.plan["source"] == "model" and set(cfg.plan["planned"]) == set(PLANNED_FIELDS)
+    assert cfg.plan["source"] == "model"
+    assert set(cfg.plan["planned"]) == set(PLANNED_FIELDS) - {"schedule", "two_tiles"}
 
 
 def test_every_default_comes_from_the_planner() -> None:
@@ -72,7 +75,7 @@ def test_explicit_flags_win_and_the_log_says_what_was_planned() -> None:
             "--sk_rounds", "3", "--tma", "off"]
     cfg = parse_config(argv, H200, 2)
     assert (cfg.mode, cfg.gemm_sms, cfg.BLK_N, cfg.sk_rounds, cfg.use_tma) == ("bulk_sync", 100, 128, 3, False)
-    assert set(cfg.plan["planned"]) == {"total_sms", "comm_tile_m", "comm_tile_n"}
+    assert set(cfg.plan["planned"]) == {"total_sms", "schedule", "two_tiles", "comm_tile_m", "comm_tile_n"}
     assert cfg.COMMUNICATION_TILE_N == 128  # follows the given tile
     assert "bulk_sync gemm_sms 100/132 tile 128x128x64" in cfg.plan["choice"]
     assert cfg.as_flags()["plan"] == cfg.plan  # in the JSON log
@@ -89,10 +92,11 @@ def test_cpu_uses_the_small_interpreter_config() -> None:
 
 
 def test_rounds_and_split_follow_the_shape() -> None:
-    """A problem with fewer tiles than programs gets no second Stream-K round; the SM split moves with the
-    shape (not one constant per algorithm)."""
+    """A problem with far fewer tiles than programs is planned data-parallel (splitting 8 tiles over ~120
+    programs costs more fix-up than it saves); the SM split moves with the shape (not one constant per
+    algorithm)."""
     small = rank_candidates(Problem("all_reduce", 256, 1024, 1024, "bf16", 2), H200_TARGET, {"mode": "fused"})
-    assert all(c.sk_rounds == 1 for c in small)
+    assert (small[0].schedule, small[0].sk_rounds) == ("dp", 1)
     splits = {parse_config([*shape_flags("all_reduce", *s), "--mode", "fused"], H200, 2).gemm_sms
               for s in ((4864, 4096, 8256), (4096, 8192, 28672), (1000, 3000, 2500))}
     assert len(splits) > 1, splits
