@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 SWEEPABLE = ("--algorithm", "--mode", "--gemm_sms", "--COMMUNICATION_TILE_M", "--COMMUNICATION_TILE_N", "--start_sync",
-             "--sk_first", "--sk_rounds")
+             "--sk_first", "--sk_rounds", "--schedule", "--two_tiles")
 
 
 def expand_sweep(argv: list[str]) -> list[list[str]]:
@@ -252,7 +252,10 @@ def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | 
     sync = "" if cfg.start_sync == "device" else f"_{cfg.start_sync}sync"
     order = "_skfirst" if cfg.sk_first else ""
     rounds = f"_r{cfg.sk_rounds}" if cfg.sk_rounds != 1 else ""
-    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{order}{rounds}{sync}.{suffix}"
+    # a schedule given on the command line (a sweep may give several) names the file; a planned one does not
+    sched = "" if "schedule" in cfg.defaulted or cfg.schedule == "auto" else (
+        f"_{cfg.schedule}" + (("2" if cfg.two_tiles else "1") if cfg.schedule == "hybrid" else ""))
+    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{order}{rounds}{sched}{sync}.{suffix}"
 
 
 def _pow2(x: int) -> bool:

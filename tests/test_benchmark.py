@@ -78,6 +78,23 @@ def test_sk_rounds_validate(tmp_path: Path) -> None:
     assert record["flags"]["sk_rounds"] == 3
 
 
+def test_schedules_validate(tmp_path: Path) -> None:
+    """--schedule dp and the one-tile hybrid (--two_tiles false), what the planner chooses on a GPU (the
+    interpreter's own choice is the two-tile hybrid): every algorithm, two overlapped modes, validated back to
+    back. The small problem's 9 tiles on 2 GEMM programs: dp runs 5 waves (the last one half full), the one-tile
+    hybrid splits only the leftover tile."""
+    algorithms = (*ALGORITHMS, "all_gather_gemm", "gemm_reduce_scatter")
+    result = run_mpi(2, BENCH, "--algorithm", ",".join(algorithms), "--mode", "two_streams,fused",
+                     *_args("all_reduce"), "--schedule", "dp,hybrid", "--two_tiles", "false", "--validate",
+                     "--validate_iters", "2", "--output_file", str(tmp_path / "run.json"), timeout=900)
+    passed = "validation passed on every rank: 1 isolated step, 2 back to back"
+    assert result.stdout.count(passed) == 4 * len(algorithms), result.stdout
+    for name, schedule in (("dp", "dp"), ("hybrid1", "hybrid")):
+        record = json.loads((tmp_path / f"run_all_reduce_fused_g2_ct16x32_{name}.json").read_text())
+        assert (record["flags"]["schedule"], record["flags"]["two_tiles"]) == (schedule, False)
+        assert "schedule" not in record["flags"]["plan"]["planned"]
+
+
 @pytest.mark.slow
 def test_200_back_to_back_iterations_stay_correct() -> None:
     """200 steps launched back to back with nothing between them (outputs poisoned once, before the first): a

@@ -183,6 +183,58 @@ def test_split_tile_across_many_programs():
     _check_plan(tiny)
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("programs", [2, 7, 13, 132])
+@pytest.mark.parametrize(("schedule", "two_tiles", "rounds"),
+                         [("hybrid", True, 1), ("hybrid", False, 1), ("hybrid", True, 2), ("hybrid", False, 3),
+                          ("sk", True, 2), ("dp", True, 1)])
+def test_cost_terms_match_the_work_items(shape, programs, schedule, two_tiles, rounds):
+    """fixup_partials (per round: the most partials one owner adds) and final_tiles (tiles completing in the last
+    wave or round) say what the kernel's loop, mirrored by work_items, does."""
+    plan = plan_streamk(*shape, programs, schedule=schedule, two_tiles=two_tiles, sk_rounds=rounds)
+    items = [w for pid in range(programs) for w in plan.work_items(pid)]
+    most = [max((len(w.contributors) for w in items if w.role == "owner" and w.round == r), default=0)
+            for r in range(rounds)]
+    assert plan.fixup_partials() == most
+    if plan.sk_tiles:
+        last = rounds - 1
+        assert plan.final_tiles() == len({w.tile_id for w in items if w.role != "dp" and w.round == last})
+    else:
+        waves = -(-plan.dp_tiles // programs)
+        assert plan.final_tiles() == sum(1 for t in range(plan.dp_tiles) if t // programs == waves - 1)
+    assert plan.cost_iters() >= plan.max_iters_per_program()
+    assert (plan.cost_iters() == plan.max_iters_per_program()) == (plan.sk_tiles == 0)
+
+
+def test_auto_schedule_follows_the_shape():
+    """schedule="auto" (the default of StreamKGemm): data-parallel where the last wave is nearly full or the
+    leftover tiles are few, Stream-K on the leftover tiles only where the last wave is far from full; never the
+    two-tile hybrid. The cases are shards of the model grid measured on one H200 (results/README.md)."""
+    P = 132
+
+    def auto(m, n, k):
+        return plan_streamk(m, n, k, 128, 256, 64, P, schedule="auto")
+
+    # 128 tiles on 132 programs: one data-parallel wave beats splitting every tile (0.98x vs 0.84x cuBLAS)
+    assert auto(512, 8192, 4096).schedule == "dp"
+    # 4096 tiles = 31 waves + 4: four leftover tiles split over 132 programs cost more than a 32nd wave
+    assert auto(16384, 8192, 4096).schedule == "dp"
+    # 512 tiles = 3 waves + 116 with long tiles (448 iterations): the leftover Stream-K wave (0.99x vs 0.83x)
+    long_k = auto(4096, 4096, 28672)
+    assert (long_k.schedule, long_k.two_tiles, long_k.sk_tiles) == ("hybrid", False, 512 % P)
+    # 304 tiles = 2 waves + 40: a third data-parallel wave would idle two thirds of the SMs
+    assert auto(4864, 2048, 8256).schedule == "hybrid"
+    # whole waves (2048 tiles on 128 programs): data-parallel, no fix-up
+    assert plan_streamk(8192, 8192, 8192, 128, 256, 64, 128, schedule="auto").schedule == "dp"
+    for shape in SHAPES:
+        for programs in PROGRAMS:
+            plan = plan_streamk(*shape, programs, schedule="auto")
+            assert plan.schedule in ("dp", "hybrid") and (plan.schedule == "dp" or not plan.two_tiles)
+            others = [plan_streamk(*shape, programs, schedule=s, two_tiles=False) for s in ("dp", "hybrid")]
+            assert plan.cost_iters() == min(o.cost_iters() for o in others)
+            _check_plan(plan)
+
+
 def test_workspace_sizes():
     plan = plan_streamk(100, 100, 100, 32, 64, 16, 6)
     assert plan.partials_shape == (6, 32, 64)
