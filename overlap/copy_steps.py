@@ -142,6 +142,9 @@ def reduce_rows_post(c: torch.Tensor, partial: torch.Tensor, recv: torch.Tensor,
     others = [recv[s] for s in range(world) if s != rank]
 
     def add() -> None:
+        if not others:  # world 1: no peer sent rows
+            c.copy_(own)
+            return
         torch.add(own, others[0], out=c)
         for extra in others[1:]:
             c.add_(extra)

@@ -20,7 +20,7 @@ from overlap.communication.copy_engine import (
     bands,
     rows_copy,
 )
-from overlap.copy_steps import Peers, gather_a_ops, reduce_rows_ops, row_bands, scatter_ops
+from overlap.copy_steps import Peers, gather_a_ops, reduce_rows_ops, reduce_rows_post, row_bands, scatter_ops
 
 
 def test_bands_cover_every_row_once() -> None:
@@ -112,6 +112,20 @@ def test_reduce_rows_sends_each_owner_its_rows_only() -> None:
     assert torch.equal(h.on(recv[0], 0), torch.zeros(20, N))
     waited = [op for op in ops if isinstance(op, WaitGeq)]
     assert len(waited) == sum(1 for lo, hi in cut if lo * blk_m < 20)
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_reduce_rows_post_adds_every_other_slot(world: int) -> None:
+    """C = this rank's rows of the partial + every other rank's slot of RECV; on one rank, its own rows alone (a
+    world-1 copy_engine step of gemm_reduce_scatter once raised IndexError here)."""
+    rows, n, rank = 6, 5, world - 1
+    partial = torch.randn(world * rows, n)
+    recv = torch.randn(world, rows, n)
+    c = torch.full((rows, n), float("nan"))
+    reduce_rows_post(c, partial, recv, rank, world)()
+    want = partial[rank * rows:(rank + 1) * rows] + sum((recv[s] for s in range(world) if s != rank),
+                                                         torch.zeros(rows, n))
+    assert torch.allclose(c, want)
 
 
 def test_gather_a_fills_every_slot_and_its_ready_words() -> None:
