@@ -3,12 +3,14 @@
     python -m harness.gemm_sweep --shapes 512x8192x4096,4096x4096x28672 --csv out.csv
     python -m harness.gemm_sweep --shapes 1024x4096x8192 --candidates 128x256x64/s3/w8/hybrid/r1,128x256x64/s3/w8/dp
 
-A candidate is `BMxBNxBK/sSTAGES/wWARPS/SCHEDULE[/rROUNDS]`, SCHEDULE one of hybrid (DP waves plus a Stream-K
-share of one to two tiles per program: the default), hybrid1 (hybrid with a share of the leftover tiles
-only), dp, sk. Every candidate of a shape runs on the same random inputs (never zeros), TMA on (the GPU
-default), checked against torch.matmul; cuBLAS is timed before and after the candidates and its median over
-both is the baseline. Times are triton.testing.do_bench medians (L2 flushed before each run). The table
-printed at the end (and --csv) is what overlap.planner's GEMM choice (`gemm_candidates`) is calibrated on.
+A candidate is `BMxBNxBK/sSTAGES/wWARPS/SCHEDULE[/rROUNDS]`, SCHEDULE one of auto (StreamKGemm's default: dp
+or hybrid1, whichever stream_k.plan's cost model ranks first), hybrid (DP waves plus a Stream-K share of one to
+two tiles per program: the default before session 7), hybrid1 (hybrid with a share of the leftover tiles only),
+dp, sk. The row's `schedule` column names the plan that ran. Every candidate of a shape runs on the same random
+inputs (never zeros), TMA on (the GPU default), checked against torch.matmul; cuBLAS is timed before and after
+the candidates and its median over both is the baseline. Times are triton.testing.do_bench medians (L2 flushed
+before each run). The table printed at the end (and --csv) is what stream_k.plan's schedule cost
+(`StreamKPlan.cost_iters`) and overlap.planner's GEMM rates are calibrated on (results/README.md, session 7).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
 from stream_k.plan import MAX_SK_ROUNDS
 
-SCHEDULE_NAMES = ("hybrid", "hybrid1", "dp", "sk")
+SCHEDULE_NAMES = ("auto", "hybrid", "hybrid1", "dp", "sk")
 DEFAULT_CANDIDATES = (
     "128x256x64/s3/w8/hybrid/r1,128x256x64/s3/w8/hybrid/r2,128x256x64/s3/w8/hybrid1/r1,128x256x64/s3/w8/dp,"
     "128x128x64/s4/w8/hybrid/r1,128x128x64/s4/w8/dp,64x256x64/s4/w4/hybrid/r1,64x256x64/s4/w4/dp"
@@ -98,7 +100,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = _Parser(description="GEMM tile / schedule / rounds candidates per shape beside cuBLAS, on one GPU.")
     ap.add_argument("--shapes", required=True, help="MxNxK list")
     ap.add_argument("--candidates", default=DEFAULT_CANDIDATES,
-                    help="comma list of BMxBNxBK/sS/wW/SCHEDULE[/rR] (SCHEDULE: hybrid, hybrid1, dp, sk)")
+                    help="comma list of BMxBNxBK/sS/wW/SCHEDULE[/rR] (SCHEDULE: auto, hybrid, hybrid1, dp, sk)")
     ap.add_argument("--datatype", default="bf16", help=f"one of {', '.join(DATATYPES)}")
     ap.add_argument("--num_programs", type=int, default=None, help="programs (SMs); default all SMs")
     ap.add_argument("--tma", default="auto", help="auto (on where the GPU has it), true, false")
@@ -154,6 +156,8 @@ def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: tor
             row.update(ms=stats["median"], p10_ms=stats["p10"], p90_ms=stats["p90"],
                        tflops=flops / stats["median"] / 1e9, rel_error=_rel_error(c, ref),
                        tiles=gemm.plan.num_tiles, sk_tiles=gemm.plan.sk_tiles,
+                       schedule=gemm.plan.schedule + ("" if gemm.plan.schedule != "hybrid" else
+                                                      "2" if gemm.plan.two_tiles else "1"),
                        registers=usage.get("registers"), spills=usage.get("spills"), error="")
         except Exception as e:  # a tile that does not fit (shared memory, registers) is a row, not a stop
             row.update(ms=float("nan"), error=f"{type(e).__name__}: {str(e).splitlines()[0][:160]}")

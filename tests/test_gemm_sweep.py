@@ -1,0 +1,54 @@
+"""harness.gemm_sweep on the CPU interpreter: candidates parse (bad ones: one line, exit 2), every candidate of
+every shape gives a validated row beside the baseline's, the CSV and its meta file are written, and "auto"
+runs the plan stream_k.plan's cost model picks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO_ROOT
+
+from harness.gemm_sweep import GemmCandidate, parse_candidate
+from stream_k.plan import plan_streamk
+
+
+def test_candidates_parse() -> None:
+    assert parse_candidate("128x256x64/s3/w8/hybrid1/r2") == GemmCandidate(128, 256, 64, 3, 8, "hybrid1", 2)
+    assert parse_candidate("64x256x64/s4/w4/dp").plan_args() == {"schedule": "dp", "two_tiles": True, "sk_rounds": 1}
+    assert parse_candidate("128x256x64/s3/w8/hybrid1").plan_args()["two_tiles"] is False
+    for bad in ("128x256/s3/w8/dp", "128x256x48/s3/w8/dp", "128x256x64/s9/w8/dp", "128x256x64/s3/w3/dp",
+                "128x256x64/s3/w8/fast", "128x256x64/s3/w8/dp/r9"):
+        with pytest.raises(ValueError):
+            parse_candidate(bad)
+
+
+def test_bad_candidate_is_one_line_and_exit_2() -> None:
+    r = subprocess.run([sys.executable, "-m", "harness.gemm_sweep", "--shapes", "64x64x64", "--candidates",
+                        "32x32x16/s1/w4/fast"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--candidates" in r.stderr
+
+
+def test_sweep_rows_and_csv(tmp_path: Path) -> None:
+    out = tmp_path / "sweep.csv"
+    r = subprocess.run([sys.executable, "-m", "harness.gemm_sweep", "--shapes", "64x64x64,40x72x56",
+                        "--candidates", "32x32x16/s1/w4/auto,32x32x16/s1/w4/hybrid,16x32x16/s1/w4/sk/r2",
+                        "--num_programs", "3", "--csv", str(out)],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = pd.read_csv(out)
+    assert len(rows) == 2 * 4 and set(rows["candidate"]) >= {"cublas", "32x32x16/s1/w4/auto/r1"}
+    ours = rows[rows["candidate"] != "cublas"]
+    assert (ours["rel_error"] < 2e-2).all() and ours["error"].isna().all()
+    for shape, (m, n, k) in (("64x64x64", (64, 64, 64)), ("40x72x56", (40, 72, 56))):
+        auto = ours[(ours["shape"] == shape) & (ours["candidate"] == "32x32x16/s1/w4/auto/r1")].iloc[0]
+        plan = plan_streamk(m, n, k, 32, 32, 16, 3, schedule="auto")
+        assert auto["schedule"] == plan.schedule + ("1" if plan.schedule == "hybrid" else "")
+        assert auto["sk_tiles"] == plan.sk_tiles
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["git"]["commit"] and meta["argv"][:2] == ["--shapes", "64x64x64,40x72x56"]
+    assert "best per shape:" in r.stdout
