@@ -9,8 +9,11 @@ two tiles per program: the default before session 7), hybrid1 (hybrid with a sha
 dp, sk. The row's `schedule` column names the plan that ran. Every candidate of a shape runs on the same random
 inputs (never zeros), TMA on (the GPU default), checked against torch.matmul; cuBLAS is timed before and after
 the candidates and its median over both is the baseline. Times are triton.testing.do_bench medians (L2 flushed
-before each run). The table printed at the end (and --csv) is what stream_k.plan's schedule cost
-(`StreamKPlan.cost_iters`) and overlap.planner's GEMM rates are calibrated on (results/README.md, session 7).
+before each run: an isolated call, which on a small shape counts host launch time the device waits on), and
+back to back (`loop_ms`: LOOP_MS of calls queued with nothing between them, device events around them, the
+median of LOOP_REPEATS such loops: the device's time, what a model's loop sees). The table printed at the end
+(and --csv) is what stream_k.plan's schedule cost (`StreamKPlan.cost_iters`) and overlap.planner's GEMM rates
+are calibrated on (results/README.md, session 7).
 """
 
 from __future__ import annotations
@@ -128,6 +131,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+LOOP_MS = 20.0  # device time one back-to-back loop spans
+LOOP_REPEATS = 5
+
+
+def _loop_ms(fn: Any, estimate_ms: float, gpu: bool) -> float:
+    """Milliseconds per call of `fn` launched back to back (NaN off the GPU, where it would time the host)."""
+    if not gpu:
+        return float("nan")
+    steps = max(10, int(LOOP_MS / max(estimate_ms, 1e-3)))
+    out = []
+    for _ in range(LOOP_REPEATS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(steps):
+            fn()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) / steps)
+    return runlog.summarize_ms(out)["median"]
+
+
 def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: torch.Generator, device: torch.device,
                  programs: int, tma: bool, warmup: int, rep: int) -> list[dict[str, Any]]:
     """The cuBLAS row and one row per candidate for one shape (inputs made and freed here)."""
@@ -139,6 +164,7 @@ def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: tor
     pa, pb = padded_copy(a), padded_copy(b)
     flops = 2.0 * m * n * k
     cublas = _time(lambda: _reference(a, b, args.datatype), warmup, rep, gpu)
+    cublas_loop = [_loop_ms(lambda: _reference(a, b, args.datatype), min(cublas), gpu)]
     base = default_config(args.datatype)
     rows = []
     for cand in args.candidate_list:
@@ -150,10 +176,11 @@ def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: tor
                                       **cand.plan_args())
             c = torch.empty((m, n), dtype=gemm.out_dtype, device=device)
             samples = _time(lambda g=gemm, c=c: g(pa, pb, c), warmup, rep, gpu)
+            loop = _loop_ms(lambda g=gemm, c=c: g(pa, pb, c), min(samples), gpu)
             gemm.check_errors()
             stats = runlog.summarize_ms(samples)
             usage = gemm.resource_usage() or {}
-            row.update(ms=stats["median"], p10_ms=stats["p10"], p90_ms=stats["p90"],
+            row.update(ms=stats["median"], p10_ms=stats["p10"], p90_ms=stats["p90"], loop_ms=loop,
                        tflops=flops / stats["median"] / 1e9, rel_error=_rel_error(c, ref),
                        tiles=gemm.plan.num_tiles, sk_tiles=gemm.plan.sk_tiles,
                        schedule=gemm.plan.schedule + ("" if gemm.plan.schedule != "hybrid" else
@@ -163,13 +190,18 @@ def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: tor
             row.update(ms=float("nan"), error=f"{type(e).__name__}: {str(e).splitlines()[0][:160]}")
         rows.append(row)
     cublas += _time(lambda: _reference(a, b, args.datatype), warmup, rep, gpu)
+    cublas_loop.append(_loop_ms(lambda: _reference(a, b, args.datatype), min(cublas), gpu))
     cb = runlog.summarize_ms(cublas)
+    cb_loop = min(cublas_loop)  # the better of the two loops, before and after the candidates
     for row in rows:
         row["cublas_ms"] = cb["median"]
+        row["cublas_loop_ms"] = cb_loop
         row["vs_cublas"] = cb["median"] / row["ms"] if row["ms"] == row["ms"] else float("nan")
+        row["vs_cublas_loop"] = cb_loop / row.get("loop_ms", float("nan"))
     head = {"shape": f"{m}x{n}x{k}", "m": m, "n": n, "k": k, "candidate": "cublas", "ms": cb["median"],
-            "p10_ms": cb["p10"], "p90_ms": cb["p90"], "tflops": flops / cb["median"] / 1e9,
-            "cublas_ms": cb["median"], "vs_cublas": 1.0, "error": ""}
+            "p10_ms": cb["p10"], "p90_ms": cb["p90"], "loop_ms": cb_loop, "tflops": flops / cb["median"] / 1e9,
+            "cublas_ms": cb["median"], "cublas_loop_ms": cb_loop, "vs_cublas": 1.0, "vs_cublas_loop": 1.0,
+            "error": ""}
     return [head, *rows]
 
 
@@ -206,13 +238,18 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def report(rows: list[dict[str, Any]]) -> str:
-    """A shape x candidate table of vs_cublas (> 1: faster than cuBLAS), best per shape marked."""
+    """Shape x candidate tables of vs_cublas, isolated and back to back (> 1: faster than cuBLAS), and the best
+    candidate per shape (back to back where measured)."""
     import pandas as pd
 
     df = pd.DataFrame([r for r in rows if r["candidate"] != "cublas"])
     table = df.pivot_table(index="shape", columns="candidate", values="vs_cublas", sort=False)
+    lines = ["isolated (do_bench):", table.round(3).to_string()]
+    if df["vs_cublas_loop"].notna().any():
+        table = df.pivot_table(index="shape", columns="candidate", values="vs_cublas_loop", sort=False)
+        lines += ["", "back to back:", table.round(3).to_string()]
     best = table.idxmax(axis=1)
-    lines = [table.round(3).to_string(), "", "best per shape:"]
+    lines += ["", "best per shape:"]
     lines += [f"  {s}: {best[s]} {table.loc[s, best[s]]:.3f}x" for s in table.index]
     bad = df[df["error"].astype(bool)] if "error" in df else df.iloc[:0]
     for _, r in bad.iterrows():
