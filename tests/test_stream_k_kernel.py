@@ -122,7 +122,7 @@ def test_tile_split_over_four_programs():
 def test_larger_blocks_and_hybrid_waves():
     # 6 x 3 = 18 tiles of 32 x 32 on 4 programs: 3 DP waves of 4 + a two-tile Stream-K wave of 6.
     name, M, N, K = "fp16", 190, 96, 72
-    gemm = StreamKGemm.create(M, N, K, name, 4, config=_config(name, 32, 32), device=DEVICE)
+    gemm = StreamKGemm.create(M, N, K, name, 4, config=_config(name, 32, 32), schedule="hybrid", device=DEVICE)
     assert (gemm.plan.dp_tiles, gemm.plan.sk_tiles) == (12, 6) and _has_split_tile(gemm)
     a, b = _inputs(name, M, N, K, seed=3)
     c, flags, _ = _run(gemm, a, b)
@@ -134,7 +134,8 @@ def test_larger_blocks_and_hybrid_waves():
 def test_sk_first_order(programs):
     """The Stream-K share before the DP tiles: same result, every tile stored once by its owner."""
     name, M, N, K = "fp16", 190, 96, 72
-    gemm = StreamKGemm.create(M, N, K, name, programs, config=_config(name, 32, 32), sk_first=True, device=DEVICE)
+    gemm = StreamKGemm.create(M, N, K, name, programs, config=_config(name, 32, 32), schedule="hybrid", sk_first=True,
+                              device=DEVICE)
     p = gemm.plan
     assert p.sk_tiles > 0 and p.dp_tiles > 0 and _has_split_tile(gemm)
     a, b = _inputs(name, M, N, K, seed=4)
@@ -150,8 +151,8 @@ def test_sk_rounds(rounds, sk_first, programs):
     """Stream-K tiles in rounds of halving size: same result, every tile stored once by the plan's
     owner, and a second launch (new epoch, round slots reused) still right."""
     name, M, N, K = "bf16", 190, 96, 136
-    gemm = StreamKGemm.create(M, N, K, name, programs, config=_config(name, 32, 32), sk_rounds=rounds,
-                              sk_first=sk_first, device=DEVICE)
+    gemm = StreamKGemm.create(M, N, K, name, programs, config=_config(name, 32, 32), schedule="hybrid",
+                              sk_rounds=rounds, sk_first=sk_first, device=DEVICE)
     p = gemm.plan
     assert p.sk_rounds == rounds and len(set(p.round_bounds())) > 2, "at least two non-empty rounds"
     assert any(w.role == "contributor" and w.round > 0 for pid in range(programs) for w in p.work_items(pid))
@@ -161,6 +162,22 @@ def test_sk_rounds(rounds, sk_first, programs):
         _check(name, a, b, c)
         assert (flags == gemm.epoch).all()
         assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+
+
+@pytest.mark.parametrize(("M", "N", "K", "schedule"), [(160, 96, 256, "dp"), (64, 96, 2048, "hybrid")])
+def test_default_schedule_is_chosen_by_the_shape(M, N, K, schedule):
+    """StreamKGemm.create's default schedule "auto": data-parallel where the last wave is nearly full (15 tiles,
+    4 programs), the one-tile hybrid where it is far from full with long tiles (6 tiles of 128 K steps); both
+    right, every tile stored once by the plan's owner."""
+    name = "fp16"
+    gemm = StreamKGemm.create(M, N, K, name, 4, config=_config(name, 32, 32), device=DEVICE)
+    p = gemm.plan
+    assert p.schedule == schedule and (schedule == "dp" or (not p.two_tiles and p.sk_tiles == p.num_tiles % 4))
+    a, b = _inputs(name, M, N, K, seed=21)
+    c, flags, tr = _run(gemm, a, b)
+    _check(name, a, b, c)
+    assert (flags == gemm.epoch).all()
+    assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
 
 
 def test_sk_rounds_with_empty_pieces():
