@@ -36,20 +36,18 @@ not run yet in Triton's interpreter, which runs programs one after another in pi
 iteration exactly once.
 
 Which schedule (`schedule="auto"`: the default of StreamKGemm.create and matmul; the op's planner ranks the same
-two): the cheaper by `cost_iters` of
-"dp" and "hybrid" with a Stream-K share of the leftover tiles only (`two_tiles=False`). The cost is the
-critical path in MAC iterations (`max_iters_per_program`), plus the fix-up (a fixed cost for each round that
-splits tiles, and a cost per partial that the round's busiest owner adds), plus a surcharge on each program's
-Stream-K iterations beyond one tile's worth: while every program works on another tile at another K offset,
-L2 reuse collapses. Measured on one H200 (bf16, 128 x 256 x 64 tiles, 132 programs, 18 shards of the model
-grid, harness.gemm_sweep, results/README.md "Session 7"): the fix-up costs about FIXUP_ITERS +
-FIXUP_PARTIAL_ITERS * partials iterations (~15 us + ~3 us per partial), FIXUP_ROUND_ITERS more for each further
-round; all-Stream-K plans ran 1.5-1.8x
-slower than data-parallel ones (SK_SURCHARGE). So DP wins when the last wave is nearly full or the leftover
-tiles are few (each split over many programs), the one-tile hybrid when the last wave is far from full; the
-two-tile hybrid of Osama et al. was never faster than the better of those two by more than its spread, and
-6-17% slower with long tiles (K / BLK_K >= 224), so "auto" does not choose it (it stays available as
-schedule="hybrid", two_tiles=True).
+two): the cheaper by `cost_iters` of "dp" and "hybrid" with a Stream-K share of the leftover tiles only
+(`two_tiles=False`). The cost is the critical path in MAC iterations (`max_iters_per_program`), plus the fix-up
+(a fixed cost for each round that splits tiles, and a cost per partial that the round's busiest owner adds),
+plus a surcharge on each program's Stream-K iterations beyond one tile's worth: while every program works on
+another tile at another K offset, L2 reuse collapses. Measured on one H200 (bf16, 128 x 256 x 64 tiles, 132
+programs, 18 shards of the model grid, harness.gemm_sweep, results/README.md "Session 7"): the fix-up costs
+about FIXUP_ITERS + FIXUP_PARTIAL_ITERS * partials iterations (~15 us + ~3 us per partial), FIXUP_ROUND_ITERS
+more for each further round; all-Stream-K plans took 1.06-1.78x (median 1.5x) the time of data-parallel ones
+(SK_SURCHARGE). So DP wins when the last wave is nearly full or the leftover tiles are few (each split over many
+programs), the one-tile hybrid when the last wave is far from full; the two-tile hybrid of Osama et al. was
+never faster than the better of those two by more than its spread, and 6-17% slower with long tiles (K / BLK_K
+>= 224), so "auto" does not choose it (it stays available as schedule="hybrid", two_tiles=True).
 """
 
 from __future__ import annotations
