@@ -12,6 +12,7 @@ from `gemm.launch_options()`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -204,7 +205,14 @@ class StreamKGemm:
                  tile_flags: torch.Tensor | None = None, gemm_trace: torch.Tensor | None = None,
                  epilogue: Any = None, heap_bases: torch.Tensor | None = None, cur_rank: int = 0,
                  world_size: int = 1, stream: Any = None, epoch: int | None = None) -> torch.Tensor:
-        """Launch C = A @ B on `stream` (default: the current stream) with num_programs programs; returns c."""
+        """Launch C = A @ B on `stream` (default: the current stream) with num_programs programs; returns c.
+
+        The epoch is an argument of the launch, so a CUDA graph that captured it would replay one epoch: from
+        the second replay on, an owner's fix-up wait would be met by the lock of the replay before, and a tile
+        flag would read as set before its tile is. Such a capture is refused (RuntimeError); a data-parallel
+        plan without tile flags has neither and may be captured. OverlapOp keeps its epoch in device memory:
+        its steps capture and replay."""
+        self._refuse_capture(stream, tile_flags is not None)
         args = self.launch_args(a, b, c, tile_flags=tile_flags, gemm_trace=gemm_trace, epilogue=epilogue,
                                 heap_bases=heap_bases, cur_rank=cur_rank, world_size=world_size, epoch=epoch)
         grid = (self.plan.num_programs,)
@@ -216,6 +224,18 @@ class StreamKGemm:
         if compiled is not None and hasattr(compiled, "metadata"):
             self._compiled = compiled
         return c
+
+    def _refuse_capture(self, stream: Any, flags: bool) -> None:
+        """RuntimeError if the launch is being captured and the plan or tile flags depend on its epoch."""
+        if not (flags or self.plan.sk_tiles) or not self.partials.is_cuda:
+            return
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            capturing = torch.cuda.is_current_stream_capturing()
+        if capturing:
+            why = "tile flags" if flags else f"{self.plan.sk_tiles} Stream-K tiles whose fix-up waits on epochs"
+            raise RuntimeError(f"StreamKGemm: a CUDA graph would replay this launch's epoch, and the plan has {why}; "
+                               "capture a data-parallel plan (schedule='dp') without tile flags, or use OverlapOp, "
+                               "whose steps keep their epoch on the device")
 
     # ---- after launching ------------------------------------------------------------------------
 

@@ -180,6 +180,59 @@ def test_default_schedule_is_chosen_by_the_shape(M, N, K, schedule):
     assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
 
 
+def test_graph_capture_refused_where_a_replayed_epoch_would_be_stale(monkeypatch):
+    """A captured launch replays its epoch: with Stream-K tiles (fix-up waits) or tile flags that is refused with a
+    RuntimeError naming the way out; a data-parallel plan without flags launches. The capture state is faked (the
+    CPU has no graphs); the GPU path asks torch.cuda.is_current_stream_capturing the same way."""
+    name = "fp16"
+    sk = StreamKGemm.create(64, 96, 2048, name, 4, config=_config(name, 32, 32), device=DEVICE)
+    dp = StreamKGemm.create(160, 96, 256, name, 4, config=_config(name, 32, 32), device=DEVICE)
+    assert sk.plan.sk_tiles > 0 and dp.plan.sk_tiles == 0
+    for gemm in (sk, dp):
+        monkeypatch.setattr(type(gemm.partials), "is_cuda", property(lambda self: True), raising=False)
+        monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+        a, b = _inputs(name, gemm.plan.M, gemm.plan.N, gemm.plan.K, seed=3)
+        c = torch.empty(gemm.plan.M, gemm.plan.N, dtype=torch.float16, device=DEVICE)
+        if gemm is sk:
+            with pytest.raises(RuntimeError, match="schedule='dp'"):
+                gemm._refuse_capture(None, False)
+        else:
+            gemm._refuse_capture(None, False)  # nothing to refuse
+            with pytest.raises(RuntimeError, match="tile flags"):
+                gemm._refuse_capture(None, True)
+        monkeypatch.undo()
+        gemm(a, b, c)  # not capturing: launches either way
+        _check(name, a, b, c)
+
+
+@pytest.mark.skipif(not HAS_GPU or INTERPRET, reason="CUDA graphs need a GPU")
+def test_graph_capture_on_a_gpu():
+    """On a GPU: a data-parallel plan captures and its replays follow new inputs; a plan with Stream-K tiles is
+    refused at capture (before anything is recorded)."""
+    name = "bf16"
+    dp = StreamKGemm.create(1024, 1024, 512, name, 16, schedule="dp", device=DEVICE)
+    sk = StreamKGemm.create(1024, 1024, 512, name, 24, schedule="hybrid", device=DEVICE)
+    assert dp.plan.sk_tiles == 0 and sk.plan.sk_tiles > 0
+    a, b = _inputs(name, 1024, 1024, 512, seed=7)
+    c = torch.empty(1024, 1024, dtype=torch.bfloat16, device=DEVICE)
+    dp(a, b, c)  # compile outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        dp(a, b, c)
+    for seed in (8, 9, 10):
+        na, nb = _inputs(name, 1024, 1024, 512, seed=seed)
+        a.copy_(na)
+        b.copy_(nb)
+        graph.replay()
+        torch.cuda.synchronize()
+        _check(name, a, b, c)
+    sk(a, b, c)
+    torch.cuda.synchronize()
+    with pytest.raises(RuntimeError, match="schedule='dp'"), torch.cuda.graph(torch.cuda.CUDAGraph()):
+        sk(a, b, c)
+
+
 def test_sk_rounds_with_empty_pieces():
     """4 rounds cut each last-round tile into 8 pieces of a 4-step K loop: half the pieces hold no
     iterations, publish nothing, and the owner must not wait for them."""
