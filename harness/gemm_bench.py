@@ -4,9 +4,10 @@
     python -m harness.gemm_bench --shapes 8192x8192x8192 --datatype fp16 --num_programs 120
     TRITON_INTERPRET=1 python -m harness.gemm_bench                # tiny shapes on the CPU interpreter
 
-Default shapes: 8192x8192x8192 and 4864x4096x8256, plus a shape whose tile count is num_programs + 1
-(the worst case for data-parallel: a second wave of one tile), run with schedule "hybrid" and "dp" on
-the same kernel. Inputs are random (never zeros). Times are medians after warm-up, from
+Default shapes: 8192x8192x8192 and 4864x4096x8256 with --schedule (default auto, StreamKGemm's: dp or the
+one-tile hybrid by the shape; the table shows which, e.g. auto:dp), plus a shape whose tile count is
+num_programs + 1 (the worst case for data-parallel: a second wave of one tile), run with schedule "hybrid" and
+"dp" on the same kernel. Inputs are random (never zeros). Times are medians after warm-up, from
 triton.testing.do_bench (L2 flushed before every run) on a GPU, from the host clock in the interpreter.
 Every run is checked against torch.matmul and written as one JSON record (harness.runlog) to
 --output_dir.
@@ -28,7 +29,7 @@ from harness.dtypes import DATATYPES, random_inputs
 from stream_k.configs import default_config
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
-from stream_k.plan import SCHEDULES
+from stream_k.plan import AUTO_SCHEDULE, SCHEDULES
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 GPU_SHAPES = "8192x8192x8192,4864x4096x8256"
@@ -64,7 +65,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--shapes", default=None, help=f"MxNxK list (default {GPU_SHAPES}; interpreter: {CPU_SHAPES})")
     ap.add_argument("--datatype", default="bf16", help=f"one of {', '.join(DATATYPES)}")
     ap.add_argument("--num_programs", type=int, default=None, help="programs (SMs) for Stream-K; default all SMs")
-    ap.add_argument("--schedule", default="hybrid", help=f"one of {', '.join(SCHEDULES)} for --shapes")
+    ap.add_argument("--schedule", default=AUTO_SCHEDULE,
+                    help=f"one of {', '.join((AUTO_SCHEDULE, *SCHEDULES))} for --shapes (auto: StreamKGemm's default, "
+                    "dp or the one-tile hybrid by the shape)")
     ap.add_argument("--also_dp", action="store_true", help="also run schedule dp on --shapes")
     ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds (1-4, plan.round_bounds) for --shapes")
     ap.add_argument("--plus_one", type=int, default=1, help="1: add the tiles = programs + 1 shape (0: skip)")
@@ -81,8 +84,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     if args.datatype not in DATATYPES:
         _fail("--datatype", f"must be one of {', '.join(DATATYPES)}; got {args.datatype!r}")
-    if args.schedule not in SCHEDULES:
-        _fail("--schedule", f"must be one of {', '.join(SCHEDULES)}; got {args.schedule!r}")
+    if args.schedule not in (AUTO_SCHEDULE, *SCHEDULES):
+        _fail("--schedule", f"must be one of {', '.join((AUTO_SCHEDULE, *SCHEDULES))}; got {args.schedule!r}")
     if args.num_programs is not None and not 1 <= args.num_programs <= 65535:
         _fail("--num_programs", f"must be in [1, 65535]; got {args.num_programs}")
     for name in ("blk_m", "blk_n", "blk_k"):
@@ -232,7 +235,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                      "resource_usage": gemm.resource_usage(),
                      "baseline": base_impl, "baseline_ms": base_ms, "vs_baseline": base_ms / ms}
             impl = "stream-k" if variant == "ptr" else "stream-k-tma"
-            rows.append((impl, schedule, gemm.plan.num_tiles, gemm.plan.sk_tiles, samples, rel, extra))
+            label = schedule if schedule != AUTO_SCHEDULE else f"auto:{gemm.plan.schedule}"
+            rows.append((impl, label, gemm.plan.num_tiles, gemm.plan.sk_tiles, samples, rel, extra))
         for impl, schedule, tiles, sk, samples, rel, extra in rows:
             ms = runlog.summarize_ms(samples)["median"]
             print(f"{f'{m}x{n}x{k}':>20} {impl:>12} {schedule:>8} {tiles if tiles is not None else '-':>6} "
