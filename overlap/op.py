@@ -41,6 +41,7 @@ Shards, for W ranks and rank r (the algorithm's split):
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,12 @@ from stream_k.tiles import num_tiles
 
 INTERPRETED = ARCH == 0
 _ALIGN = 1024
+# copy_engine's step queues a start kernel, a fork, the GEMM, the copy schedule and a join: ~40-60 us of host
+# time (one H200, session 7). From its STEP_GRAPH_AFTER-th call on, the op replays the whole step from one CUDA
+# graph captured on the spot (the same capture as a caller's own, which the graph validation runs check);
+# STREAMK_PGAS_STEP_GRAPH=0 turns that off.
+STEP_GRAPH = os.environ.get("STREAMK_PGAS_STEP_GRAPH", "1") != "0"
+STEP_GRAPH_AFTER = 2
 
 
 def c_layout(alg: Algorithm, m: int, n: int, world: int) -> tuple[int, int, int]:
@@ -163,6 +170,10 @@ class _Step:
     side_first: bool = False  # the main launches wait on the side one (all_gather_gemm): run in order, it goes first
     pre_name: str = "zero"  # the spans of `pre` and `post` in the isolated timing
     post_name: str = "compact"
+    # copy_engine on a GPU: the whole step replayed from one CUDA graph (op.STEP_GRAPH), after `runs` calls
+    replay: bool = False
+    runs: int = 0
+    graph: Any = None
 
     def launches(self) -> list[BoundLaunch]:
         side = [self.side] if self.side is not None else []
@@ -332,6 +343,29 @@ class OverlapOp:
         if timer is not None:
             self._run_timed(step, timer)
             return
+        if step.replay and self._replay(step):
+            return
+        self._queue(step)
+
+    def _replay(self, step: _Step) -> bool:
+        """Launch the step as one graph replay on the current stream (captured at its STEP_GRAPH_AFTER-th
+        call); False where it must be queued launch by launch (earlier calls, inside a caller's capture)."""
+        if torch.cuda.is_current_stream_capturing():
+            return False
+        if step.graph is None:
+            step.runs += 1
+            if step.runs <= STEP_GRAPH_AFTER:
+                return False
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                self._queue(step)
+            step.graph = graph
+        step.graph.replay()
+        return True
+
+    def _queue(self, step: _Step) -> None:
+        """Queue the step's launches: the pre actions and main launches on the current stream, the side one on
+        the communication stream between a fork and a join, then the post actions."""
         for action in step.pre:
             action()
         if step.side is None:
@@ -656,6 +690,7 @@ class OverlapOp:
             step.post = [reduce_rows_post(self.c, self.partial, self.recv, self.rank, self.world)]
         elif self.wide_c:
             step.post = [self._compaction()]
+        step.replay = STEP_GRAPH and self.comm_stream is not None and not traced
         return step
 
     def _step_for(self, kind: str, a: torch.Tensor | None, b: torch.Tensor | None) -> _Step:
