@@ -176,3 +176,37 @@ def test_heap_too_small_is_refused_before_allocating() -> None:
         assert sh.heap_offset == 0, "a refused create() left part of its buffers allocated"
     finally:
         sh.close()
+
+
+@pytest.mark.skipif(not on_gpu(), reason="CUDA graphs and copy_engine's streams need a GPU")
+@pytest.mark.parametrize("alg", ("all_scatter", "all_gather_gemm", "gemm_reduce_scatter"))
+def test_copy_engine_step_replays_from_one_graph(alg: str) -> None:
+    """copy_engine on a GPU: from its third call the op replays the whole step from one CUDA graph (the host
+    queues one launch); steps stay right back to back with new inputs between them, and a caller's own capture
+    of a step still works (the step is queued launch by launch into it)."""
+    from overlap import op as op_module
+
+    m, n, k = 512, 1024, 768
+    sh = iris_ops.iris(OverlapOp.heap_bytes(alg, m, n, k, "bf16", 1, mode="copy_engine") + (1 << 20))
+    try:
+        op = OverlapOp.create(sh, alg, m, n, k, "bf16", mode="copy_engine")
+        gen = torch.Generator().manual_seed(3)
+        for i in range(op_module.STEP_GRAPH_AFTER + 3):
+            a = torch.randn(op.a.shape, generator=gen).to(op.a)
+            b = torch.randn(op.b.shape, generator=gen).to(op.b)
+            op.a.copy_(a)
+            op.b.copy_(b)
+            c = op()
+            torch.cuda.synchronize()
+            want = (a.double() @ b.double()).to(torch.float32)
+            assert torch.allclose(c.float(), want, rtol=2e-2, atol=2e-1 * want.abs().mean().item()), i
+        step = op._last[3]
+        assert step.replay and step.graph is not None
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            op()
+        graph.replay()
+        torch.cuda.synchronize()
+        op.check_errors()
+    finally:
+        sh.close()
