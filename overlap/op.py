@@ -70,10 +70,10 @@ from stream_k.tiles import num_tiles
 
 INTERPRETED = ARCH == 0
 _ALIGN = 1024
-# copy_engine's step queues a start kernel, a fork, the GEMM, the copy schedule and a join: ~40-60 us of host
-# time (one H200, session 7). From its STEP_GRAPH_AFTER-th call on, the op replays the whole step from one CUDA
-# graph captured on the spot (the same capture as a caller's own, which the graph validation runs check);
-# STREAMK_PGAS_STEP_GRAPH=0 turns that off.
+# A step on two streams queues its launches, a fork and a join: copy_engine's (a start kernel, the GEMM, the copy
+# schedule) ~40-60 us of host time, two_streams' ~15-25 (one H200, sessions 4 and 7). From its
+# STEP_GRAPH_AFTER-th call on, the op replays such a step from one CUDA graph captured on the spot (the same
+# capture as a caller's own, which the graph validation runs check); STREAMK_PGAS_STEP_GRAPH=0 turns that off.
 STEP_GRAPH = os.environ.get("STREAMK_PGAS_STEP_GRAPH", "1") != "0"
 STEP_GRAPH_AFTER = 2
 
@@ -170,7 +170,7 @@ class _Step:
     side_first: bool = False  # the main launches wait on the side one (all_gather_gemm): run in order, it goes first
     pre_name: str = "zero"  # the spans of `pre` and `post` in the isolated timing
     post_name: str = "compact"
-    # copy_engine on a GPU: the whole step replayed from one CUDA graph (op.STEP_GRAPH), after `runs` calls
+    # two streams on a GPU: the whole step replayed from one CUDA graph (op.STEP_GRAPH), after `runs` calls
     replay: bool = False
     runs: int = 0
     graph: Any = None
@@ -690,7 +690,6 @@ class OverlapOp:
             step.post = [reduce_rows_post(self.c, self.partial, self.recv, self.rank, self.world)]
         elif self.wide_c:
             step.post = [self._compaction()]
-        step.replay = STEP_GRAPH and self.comm_stream is not None and not traced
         return step
 
     def _step_for(self, kind: str, a: torch.Tensor | None, b: torch.Tensor | None) -> _Step:
@@ -704,6 +703,8 @@ class OverlapOp:
         step = self._steps.get(key)
         if step is None:
             step = self._build(kind, a, b)
+            # two streams (two_streams, copy_engine): replayed from one graph after a few calls (STEP_GRAPH)
+            step.replay = STEP_GRAPH and kind == "step" and step.side is not None
             self._steps[key] = step
             self._preload(kind, step)
         self._last = (a, b, kind, step)

@@ -178,18 +178,20 @@ def test_heap_too_small_is_refused_before_allocating() -> None:
         sh.close()
 
 
-@pytest.mark.skipif(not on_gpu(), reason="CUDA graphs and copy_engine's streams need a GPU")
-@pytest.mark.parametrize("alg", ("all_scatter", "all_gather_gemm", "gemm_reduce_scatter"))
-def test_copy_engine_step_replays_from_one_graph(alg: str) -> None:
-    """copy_engine on a GPU: from its third call the op replays the whole step from one CUDA graph (the host
-    queues one launch); steps stay right back to back with new inputs between them, and a caller's own capture
-    of a step still works (the step is queued launch by launch into it)."""
+@pytest.mark.skipif(not on_gpu(), reason="CUDA graphs and a second stream need a GPU")
+@pytest.mark.parametrize(("alg", "mode"), [("all_scatter", "copy_engine"), ("all_gather_gemm", "copy_engine"),
+                                           ("gemm_reduce_scatter", "copy_engine"), ("all_scatter", "two_streams"),
+                                           ("all_gather_gemm", "two_streams")])
+def test_two_stream_step_replays_from_one_graph(alg: str, mode: str) -> None:
+    """copy_engine and two_streams on a GPU: from its third call the op replays the whole step from one CUDA
+    graph (the host queues one launch); steps stay right back to back with new inputs between them, and a
+    caller's own capture of a step still works (the step is queued launch by launch into it)."""
     from overlap import op as op_module
 
     m, n, k = 512, 1024, 768
-    sh = iris_ops.iris(OverlapOp.heap_bytes(alg, m, n, k, "bf16", 1, mode="copy_engine") + (1 << 20))
+    sh = iris_ops.iris(OverlapOp.heap_bytes(alg, m, n, k, "bf16", 1, mode=mode) + (1 << 20))
     try:
-        op = OverlapOp.create(sh, alg, m, n, k, "bf16", mode="copy_engine")
+        op = OverlapOp.create(sh, alg, m, n, k, "bf16", mode=mode)
         gen = torch.Generator().manual_seed(3)
         for i in range(op_module.STEP_GRAPH_AFTER + 3):
             a = torch.randn(op.a.shape, generator=gen).to(op.a)
