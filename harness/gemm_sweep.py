@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from harness import runlog, sysinfo
+from harness.checks import ConfigError, OneLineParser
 from harness.dtypes import DATATYPES, random_inputs
 from harness.gemm_bench import _reference, _rel_error, _time, parse_shapes
 from stream_k.configs import default_config
@@ -43,15 +44,8 @@ DEFAULT_CANDIDATES = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit code 2
-        sys.stderr.write(f"harness.gemm_sweep: error: {message}\n")
-        sys.exit(2)
-
-
 def _fail(flag: str, message: str) -> None:
-    sys.stderr.write(f"harness.gemm_sweep: error: {flag} {message}\n")
-    sys.exit(2)
+    raise ConfigError(flag, message)
 
 
 @dataclass(frozen=True)
@@ -100,7 +94,8 @@ def parse_candidate(text: str) -> GemmCandidate:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = _Parser(description="GEMM tile / schedule / rounds candidates per shape beside cuBLAS, on one GPU.")
+    ap = OneLineParser(prog="python -m harness.gemm_sweep",
+                       description="GEMM tile / schedule / rounds candidates per shape beside cuBLAS, on one GPU.")
     ap.add_argument("--shapes", required=True, help="MxNxK list")
     ap.add_argument("--candidates", default=DEFAULT_CANDIDATES,
                     help="comma list of BMxBNxBK/sS/wW/SCHEDULE[/rR] (SCHEDULE: auto, hybrid, hybrid1, dp, sk)")
@@ -261,7 +256,11 @@ def report(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    try:
+        args = parse_args(argv)
+    except ConfigError as exc:  # one line naming the flag
+        print(f"harness.gemm_sweep: error: {exc}", file=sys.stderr)
+        return 2
     if args.csv:  # what ran where, first: a run cut short by a time limit keeps it
         path = Path(args.csv)
         path.parent.mkdir(parents=True, exist_ok=True)
