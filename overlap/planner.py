@@ -195,12 +195,15 @@ def kernel_candidates(datatype: str, target: Target) -> list[tuple[KernelConfig,
 
 
 def schedule_options(fixed: Mapping[str, Any]) -> list[tuple[str, bool]]:
-    """(schedule, two_tiles) pairs to rank: the fixed one, else data-parallel and the one-tile hybrid (the two-tile
-    hybrid only when --two_tiles true was given: stream_k.plan's docstring says why it is not chosen)."""
+    """(schedule, two_tiles) pairs to rank: what is fixed, the rest open. Unfixed, data-parallel and the one-tile
+    hybrid (the two-tile hybrid only when two_tiles=True is given: stream_k.plan's docstring says why it is not
+    chosen); a fixed hybrid with two_tiles open ranks both of its variants."""
+    schedules = [fixed["schedule"]] if "schedule" in fixed else ["dp", "hybrid"]
+    if "two_tiles" in fixed:
+        return [(s, fixed["two_tiles"]) for s in schedules]
     if "schedule" in fixed:
-        return [(fixed["schedule"], fixed.get("two_tiles", True))]
-    two = fixed.get("two_tiles", False)
-    return [("dp", two), ("hybrid", two)]
+        return [(s, two) for s in schedules for two in ((False, True) if s == "hybrid" else (False,))]
+    return [(s, False) for s in schedules]
 
 
 def gemm_plan(p: Problem, kernel: KernelConfig, programs: int, rounds: int, schedule: str,

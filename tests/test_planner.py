@@ -105,6 +105,20 @@ def test_rounds_and_split_follow_the_shape() -> None:
     assert len(splits) > 1, splits
 
 
+def test_schedule_options_follow_what_is_fixed() -> None:
+    """Unfixed: dp and the one-tile hybrid; --schedule hybrid alone: both hybrids ranked (the model prefers the
+    one-tile one at a long-K shard, where the two-tile one was measured 17% slower); both fixed: as given."""
+    p = Problem("all_gather_gemm", 4096, 8192, 28672, "bf16", 2)
+    free = {(c.schedule, c.two_tiles) for c in rank_candidates(p, H200_TARGET, {"mode": "copy_engine"})}
+    assert free == {("dp", False), ("hybrid", False)}
+    hybrid = rank_candidates(p, H200_TARGET, {"mode": "copy_engine", "schedule": "hybrid"})
+    assert {c.two_tiles for c in hybrid} == {False, True} and hybrid[0].two_tiles is False
+    both = rank_candidates(p, H200_TARGET, {"schedule": "hybrid", "two_tiles": True})
+    assert {(c.schedule, c.two_tiles) for c in both} == {("hybrid", True)}
+    cfg = parse_config([*shape_flags("all_reduce", 4864, 4096, 8256), "--schedule", "dp"], H200, 2)
+    assert (cfg.schedule, cfg.two_tiles) == ("dp", False) and "two_tiles" in cfg.plan["planned"]
+
+
 def test_candidates_agree_with_fixed_fields_and_are_ranked() -> None:
     p = Problem("all_scatter", 4864, 4096, 8256, "bf16", 2)
     ranked = rank_candidates(p, H200_TARGET, {"mode": "two_streams", "gemm_sms": 120})
