@@ -61,10 +61,10 @@ from overlap.kernels import (
     overlap_kernel,
     zero_and_announce_kernel,
 )
-from overlap.launch import BoundLaunch
 from overlap.planner import AUTO, MODES, PLANNED_FIELDS, Problem, Target, TuningCache, has_mode, plan
 from stream_k import KernelConfig, StreamKGemm, plan_streamk
 from stream_k.gemm import DTYPES, dtype_name, output_dtype
+from stream_k.launch import BoundLaunch
 from stream_k.layout import aligned_rows, padded_cols, padded_zeros
 from stream_k.tiles import num_tiles
 

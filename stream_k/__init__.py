@@ -6,6 +6,7 @@ hand every finished tile to an epilogue hook that stores it and marks it ready (
     kernel    streamk_program (device function), streamk_gemm_kernel, store_and_signal (default epilogue)
     configs   KernelConfig / default_config: tile sizes, stages, warps per dtype and arch
     gemm      StreamKGemm (workspace, epochs, launch, errors), matmul
+    launch    BoundLaunch: a Triton launch bound once (arguments resolved), replayed for a few microseconds
     tiles     tile order (grouped row-major), shared with the communication that follows the GEMM
     dtypes    datatype names and C's dtype
     aot       python -m stream_k.aot: compile for sm_90 without a GPU, registers / spills / shared memory

@@ -59,6 +59,7 @@ def compile_kernel(dtype_name: str, cfg: KernelConfig, arch: int = 90, trace: bo
         ptr_args["P_DESC"] = f"tensordesc<{'i32' if dtype_name == 'int8' else 'fp32'}[{cfg.BLK_M}, {cfg.BLK_N // 2}]>"
     else:
         constexprs["P_DESC"] = None
+    ptr_args["LAUNCHES"] = "*i64"  # the device-counted epoch (StreamKGemm's default launch)
     if trace:
         ptr_args.update({"TILE_FLAGS": "*i32", "GEMM_TRACE": "*i64", "heap_bases": "*i64"})
     else:

@@ -1,7 +1,7 @@
 """Host side of the Stream-K GEMM: workspace, epochs, argument checks, launch, errors, resource usage.
 
     gemm = StreamKGemm.create(M, N, K, "bf16", num_programs=132)   # plan + default config for this GPU
-    gemm(a, b, c)                                                  # one launch; epoch += 1
+    gemm(a, b, c)                                                  # one launch; epoch += 1 (on the device)
     gemm.check_errors()                                            # raises if a fix-up wait timed out
     c = matmul(a, b)                                               # one-off convenience (instances cached)
 
@@ -23,6 +23,7 @@ from stream_k.configs import KernelConfig, current_arch, default_config
 from stream_k.dtypes import DATATYPES as DTYPES
 from stream_k.dtypes import output_dtype
 from stream_k.kernel import store_and_signal, streamk_gemm_kernel
+from stream_k.launch import BoundLaunch
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 
 _INT32_MAX = 2**31 - 1
@@ -63,9 +64,17 @@ class StreamKGemm:
 
     Workspace (plain device tensors, owned here): `partials` P [num_programs, BLK_M, BLK_N] fp32
     (int32 for int8), `locks` [num_programs] int32, `errors` [1] int32, `clock` [1] int64 (the
-    interpreter's logical timer). Locks and caller-supplied tile flags hold epochs: every launch uses
-    `epoch + 1`, so flags and locks left by earlier launches are always older than the one awaited and
-    are never reset. Launches that share this workspace must not run concurrently.
+    interpreter's logical timer), `launches` [1] int64 (the device's launch counter). Locks and caller-supplied
+    tile flags hold epochs: every launch uses `epoch + 1`, so flags and locks left by earlier launches are always
+    older than the one awaited and are never reset. Launches that share this workspace must not run concurrently.
+
+    A call's epoch is counted on the device (the kernel's LAUNCHES), so a launch captured in a CUDA graph gets a
+    new epoch at every replay; `epoch` here is the host's count of calls (after graph replays it lags the
+    device's). A call with an explicit `epoch=` passes it as an argument instead (a consumer of the tile flags
+    that knows it), and the device's count continues after it (so does it after `launch_args`); after graph
+    replays an explicit epoch must still exceed every epoch the replays used. The launch of the last buffers
+    used is bound once (stream_k.launch.BoundLaunch): repeated calls on the same tensors cost the host a few
+    microseconds.
     """
 
     def __init__(self, plan: StreamKPlan, dtype: torch.dtype | str, config: KernelConfig | None = None, *,
@@ -93,7 +102,10 @@ class StreamKGemm:
         self.locks = torch.zeros(plan.locks_len, dtype=torch.int32, device=self.device)
         self.errors = torch.zeros(1, dtype=torch.int32, device=self.device)
         self.clock = torch.zeros(1, dtype=torch.int64, device=self.device)
+        self.launches = torch.zeros(1, dtype=torch.int64, device=self.device)
         self.epoch = 0
+        self._counted = 0  # the host's count when the device last counted a launch
+        self._bound: tuple[tuple, BoundLaunch] | None = None  # (the call's buffers, their bound launch)
         self.hip = is_hip()
         amd = {"waves_per_eu": cfg.waves_per_eu, "matrix_instr_nonkdim": cfg.matrix_instr_nonkdim, "kpack": cfg.kpack}
         self._amd_options = {k: v for k, v in amd.items() if v is not None} if self.hip else {}
@@ -157,6 +169,12 @@ class StreamKGemm:
                     epilogue: Any = None, heap_bases: torch.Tensor | None = None, cur_rank: int = 0,
                     world_size: int = 1, epoch: int | None = None) -> dict[str, Any]:
         """streamk_program's arguments (except pid, num_programs) by name, for one launch; advances the epoch."""
+        return self._args(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size,
+                          self.next_epoch(epoch))
+
+    def _args(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
+              gemm_trace: torch.Tensor | None, epilogue: Any, heap_bases: torch.Tensor | None, cur_rank: int,
+              world_size: int, epoch: int) -> dict[str, Any]:
         self._check(a, b, c, tile_flags, gemm_trace)
         p, cfg = self.plan, self.config
         A, B = (self._descriptors(a, b) if cfg.tma else (a, b))
@@ -167,7 +185,7 @@ class StreamKGemm:
             "stride_am": a.stride(0), "stride_ak": a.stride(1), "stride_bk": b.stride(0), "stride_bn": b.stride(1),
             "stride_cm": c.stride(0), "stride_cn": c.stride(1),
             "sk_tiles": p.sk_tiles,
-            "epoch": self.next_epoch(epoch), "max_spins": self.max_spins,
+            "epoch": epoch, "max_spins": self.max_spins,
             "heap_bases": heap_bases, "cur_rank": cur_rank, "world_size": world_size,
             "BLK_M": p.BLK_M, "BLK_N": p.BLK_N, "BLK_K": p.BLK_K, "GSIZE_M": p.gsize_m, "EVEN_K": p.even_k,
             "EPILOGUE": epilogue if epilogue is not None else store_and_signal,
@@ -207,35 +225,51 @@ class StreamKGemm:
                  world_size: int = 1, stream: Any = None, epoch: int | None = None) -> torch.Tensor:
         """Launch C = A @ B on `stream` (default: the current stream) with num_programs programs; returns c.
 
-        The epoch is an argument of the launch, so a CUDA graph that captured it would replay one epoch: from
-        the second replay on, an owner's fix-up wait would be met by the lock of the replay before, and a tile
-        flag would read as set before its tile is. Such a capture is refused (RuntimeError); a data-parallel
-        plan without tile flags has neither and may be captured. OverlapOp keeps its epoch in device memory:
-        its steps capture and replay."""
-        self._refuse_capture(stream, tile_flags is not None)
-        args = self.launch_args(a, b, c, tile_flags=tile_flags, gemm_trace=gemm_trace, epilogue=epilogue,
-                                heap_bases=heap_bases, cur_rank=cur_rank, world_size=world_size, epoch=epoch)
-        grid = (self.plan.num_programs,)
-        if stream is not None and self.partials.is_cuda:
-            with torch.cuda.stream(stream):
-                compiled = streamk_gemm_kernel[grid](**args, **self.launch_options())
+        The epoch is counted on the device (the class's docstring), so the launch may be captured in a CUDA graph
+        and replayed. An explicit `epoch` is an argument of the launch instead: capturing such a call is refused
+        (RuntimeError), since every replay would reuse it."""
+        if epoch is not None:
+            self._refuse_capture(stream)
+            args = self.launch_args(a, b, c, tile_flags=tile_flags, gemm_trace=gemm_trace, epilogue=epilogue,
+                                    heap_bases=heap_bases, cur_rank=cur_rank, world_size=world_size, epoch=epoch)
+            launch = BoundLaunch(streamk_gemm_kernel, self.plan.num_programs, {**args, "LAUNCHES": None},
+                                 self.launch_options())
         else:
-            compiled = streamk_gemm_kernel[grid](**args, **self.launch_options())
-        if compiled is not None and hasattr(compiled, "metadata"):
-            self._compiled = compiled
+            launch = self._launch_for(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size)
+            if self._counted != self.epoch:  # an explicit epoch or launch_args moved the host's count: the device's
+                on = (torch.cuda.stream(stream) if stream is not None and self.launches.is_cuda  # goes on after it
+                      else contextlib.nullcontext())
+                with on:
+                    self.launches.fill_(self.epoch * self.plan.num_programs)
+            self._counted = self.next_epoch()
+        launch(stream if stream is not None and self.partials.is_cuda else None)
+        if self._compiled is None and launch.compiled is not None:
+            self._compiled = launch.compiled
         return c
 
-    def _refuse_capture(self, stream: Any, flags: bool) -> None:
-        """RuntimeError if the launch is being captured and the plan or tile flags depend on its epoch."""
-        if not (flags or self.plan.sk_tiles) or not self.partials.is_cuda:
+    def _launch_for(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
+                    gemm_trace: torch.Tensor | None, epilogue: Any, heap_bases: torch.Tensor | None, cur_rank: int,
+                    world_size: int) -> BoundLaunch:
+        """The bound launch of these buffers with the device-counted epoch: the last one made, if the buffers are
+        the same (one kept: a caller that passes new tensors every call pays Triton's launch path, as before)."""
+        buffers = [(t.data_ptr(), tuple(t.shape), t.stride()) if isinstance(t, torch.Tensor) else t
+                   for t in (a, b, c, tile_flags, gemm_trace, heap_bases)]
+        key = (*buffers, epilogue, cur_rank, world_size)
+        if self._bound is None or self._bound[0] != key:
+            args = self._args(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size, 0)
+            self._bound = (key, BoundLaunch(streamk_gemm_kernel, self.plan.num_programs,
+                                            {**args, "LAUNCHES": self.launches}, self.launch_options()))
+        return self._bound[1]
+
+    def _refuse_capture(self, stream: Any) -> None:
+        """RuntimeError if this launch (with an explicit epoch) is being captured into a CUDA graph."""
+        if not self.partials.is_cuda:
             return
         with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
             capturing = torch.cuda.is_current_stream_capturing()
         if capturing:
-            why = "tile flags" if flags else f"{self.plan.sk_tiles} Stream-K tiles whose fix-up waits on epochs"
-            raise RuntimeError(f"StreamKGemm: a CUDA graph would replay this launch's epoch, and the plan has {why}; "
-                               "capture a data-parallel plan (schedule='dp') without tile flags, or use OverlapOp, "
-                               "whose steps keep their epoch on the device")
+            raise RuntimeError("StreamKGemm: a CUDA graph would replay this launch's explicit epoch; capture calls "
+                               "without epoch= (their epoch is counted on the device)")
 
     # ---- after launching ------------------------------------------------------------------------
 

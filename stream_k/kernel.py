@@ -393,9 +393,17 @@ def streamk_gemm_kernel(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
-    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None,
+    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, LAUNCHES=None,
 ):
-    """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,)."""
+    """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,).
+
+    LAUNCHES (int64 [1], or None: the `epoch` argument is this launch's epoch): the epoch is counted on the
+    device, so a launch replayed from a CUDA graph gets a new one. Each program takes a ticket (one relaxed
+    atomic add); launches on one workspace never overlap (stream order), so the tickets of launch L are L * P
+    .. L * P + P - 1 and every program computes epoch = ticket // P + 1 = L + 1."""
+    if LAUNCHES is not None:
+        ticket = tl.atomic_add(LAUNCHES, 1, sem="relaxed")
+        epoch = (ticket // tl.num_programs(0) + 1).to(tl.int32)
     streamk_program(
         tl.program_id(0), tl.num_programs(0),
         A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,

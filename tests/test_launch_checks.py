@@ -7,7 +7,7 @@ import pytest
 
 from harness import sysinfo
 from overlap.kernels import comm_kernel
-from overlap.launch import check_arguments as _check_arguments
+from stream_k.launch import check_arguments as _check_arguments
 
 
 def test_launch_arguments_must_match_the_kernel() -> None:

@@ -1,4 +1,4 @@
-"""The bound launcher (overlap.launch.BoundLaunch) against Triton's own launch, on a GPU: same results, from
+"""The bound launcher (stream_k.launch.BoundLaunch) against Triton's own launch, on a GPU: same results, from
 the second call on through the bound path (pointers resolved once, tensor descriptors encoded once), on the
 current stream and on another one, and under CUDA graph capture."""
 
@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 from conftest import on_gpu
 
-from overlap.launch import BoundLaunch
+from stream_k.launch import BoundLaunch
 
 pytestmark = pytest.mark.skipif(not on_gpu(), reason="the bound launcher is a GPU path (the interpreter launches "
                                 "through Triton every time)")

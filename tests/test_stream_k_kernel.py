@@ -180,57 +180,61 @@ def test_default_schedule_is_chosen_by_the_shape(M, N, K, schedule):
     assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
 
 
-def test_graph_capture_refused_where_a_replayed_epoch_would_be_stale(monkeypatch):
-    """A captured launch replays its epoch: with Stream-K tiles (fix-up waits) or tile flags that is refused with a
-    RuntimeError naming the way out; a data-parallel plan without flags launches. The capture state is faked (the
-    CPU has no graphs); the GPU path asks torch.cuda.is_current_stream_capturing the same way."""
+def test_epochs_are_counted_on_the_device(monkeypatch):
+    """Calls without epoch= take their epoch from the device's launch counter (so a graph replay gets a new one):
+    tile flags and the host's count agree call after call, an explicit epoch= is honoured and the device's count
+    goes on after it, and capturing a call with an explicit epoch is refused (the capture state faked: the CPU
+    has no graphs; a GPU asks torch.cuda.is_current_stream_capturing the same way)."""
     name = "fp16"
-    sk = StreamKGemm.create(64, 96, 2048, name, 4, config=_config(name, 32, 32), device=DEVICE)
-    dp = StreamKGemm.create(160, 96, 256, name, 4, config=_config(name, 32, 32), device=DEVICE)
-    assert sk.plan.sk_tiles > 0 and dp.plan.sk_tiles == 0
-    for gemm in (sk, dp):
-        monkeypatch.setattr(type(gemm.partials), "is_cuda", property(lambda self: True), raising=False)
-        monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
-        a, b = _inputs(name, gemm.plan.M, gemm.plan.N, gemm.plan.K, seed=3)
-        c = torch.empty(gemm.plan.M, gemm.plan.N, dtype=torch.float16, device=DEVICE)
-        if gemm is sk:
-            with pytest.raises(RuntimeError, match="schedule='dp'"):
-                gemm._refuse_capture(None, False)
-        else:
-            gemm._refuse_capture(None, False)  # nothing to refuse
-            with pytest.raises(RuntimeError, match="tile flags"):
-                gemm._refuse_capture(None, True)
-        monkeypatch.undo()
-        gemm(a, b, c)  # not capturing: launches either way
+    gemm = StreamKGemm.create(64, 96, 2048, name, 4, config=_config(name, 32, 32), device=DEVICE)
+    assert gemm.plan.sk_tiles > 0
+    a, b = _inputs(name, 64, 96, 2048, seed=3)
+    for want in (1, 2):
+        c, flags, _ = _run(gemm, a, b)
         _check(name, a, b, c)
+        assert gemm.epoch == want and (flags == want).all()
+        assert int(gemm.launches.item()) == want * gemm.plan.num_programs
+    flags = torch.zeros(gemm.plan.num_tiles, dtype=torch.int32, device=DEVICE)
+    c = torch.empty(64, 96, dtype=torch.float16, device=DEVICE)
+    gemm(a, b, c, tile_flags=flags, epoch=7)
+    assert (flags == 7).all() and gemm.epoch == 7
+    gemm(a, b, c, tile_flags=flags)
+    assert (flags == 8).all() and gemm.epoch == 8
+    _check(name, a, b, c)
+    monkeypatch.setattr(type(gemm.partials), "is_cuda", property(lambda self: True), raising=False)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    with pytest.raises(RuntimeError, match="explicit epoch"):
+        gemm._refuse_capture(None)
 
 
 @pytest.mark.skipif(not HAS_GPU or INTERPRET, reason="CUDA graphs need a GPU")
-def test_graph_capture_on_a_gpu():
-    """On a GPU: a data-parallel plan captures and its replays follow new inputs; a plan with Stream-K tiles is
-    refused at capture (before anything is recorded)."""
-    name = "bf16"
-    dp = StreamKGemm.create(1024, 1024, 512, name, 16, schedule="dp", device=DEVICE)
-    sk = StreamKGemm.create(1024, 1024, 512, name, 24, schedule="hybrid", device=DEVICE)
-    assert dp.plan.sk_tiles == 0 and sk.plan.sk_tiles > 0
-    a, b = _inputs(name, 1024, 1024, 512, seed=7)
-    c = torch.empty(1024, 1024, dtype=torch.bfloat16, device=DEVICE)
-    dp(a, b, c)  # compile outside the capture
+@pytest.mark.parametrize("schedule", ["dp", "hybrid"])
+def test_graph_capture_on_a_gpu(schedule):
+    """On a GPU: a captured launch, data-parallel or with Stream-K tiles (whose fix-up waits on the epoch), stays
+    right replay after replay with new inputs, its tile flags carry a new epoch each time; capturing a call with
+    an explicit epoch is refused before anything is recorded."""
+    name, M, N, K = "bf16", 1024, 1024, 2048
+    gemm = StreamKGemm.create(M, N, K, name, 24, schedule=schedule, device=DEVICE)
+    assert (gemm.plan.sk_tiles > 0) == (schedule == "hybrid")
+    a, b = _inputs(name, M, N, K, seed=7)
+    c = torch.empty(M, N, dtype=torch.bfloat16, device=DEVICE)
+    flags = torch.zeros(gemm.plan.num_tiles, dtype=torch.int32, device=DEVICE)
+    gemm(a, b, c, tile_flags=flags)  # compile and bind outside the capture
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        dp(a, b, c)
-    for seed in (8, 9, 10):
-        na, nb = _inputs(name, 1024, 1024, 512, seed=seed)
+        gemm(a, b, c, tile_flags=flags)
+    for i, seed in enumerate((8, 9, 10)):
+        na, nb = _inputs(name, M, N, K, seed=seed)
         a.copy_(na)
         b.copy_(nb)
         graph.replay()
         torch.cuda.synchronize()
         _check(name, a, b, c)
-    sk(a, b, c)
-    torch.cuda.synchronize()
-    with pytest.raises(RuntimeError, match="schedule='dp'"), torch.cuda.graph(torch.cuda.CUDAGraph()):
-        sk(a, b, c)
+        assert (flags == 2 + i).all(), "each replay a new epoch"
+    gemm.check_errors()
+    with pytest.raises(RuntimeError, match="explicit epoch"), torch.cuda.graph(torch.cuda.CUDAGraph()):
+        gemm(a, b, c, epoch=100)
 
 
 def test_sk_rounds_with_empty_pieces():

@@ -75,7 +75,7 @@ class Zero32:
 
 @dataclass(frozen=True)
 class Launch:
-    launch: Any  # an overlap.launch.BoundLaunch
+    launch: Any  # a stream_k.launch.BoundLaunch
 
 
 Op = WaitGeq | Copy2D | Zero32 | Launch
