@@ -72,8 +72,10 @@ def run_mpi(nprocs: int, script: str | Path, *args: str, timeout: float = 300, c
     """Run `python script args...` (or `python -m script` with module=True) on nprocs ranks.
 
     With check=True a non-zero exit or a timeout fails the test and shows the output.
-    On timeout the whole process group of mpirun is killed.
+    On timeout the whole process group of mpirun is killed. More ranks than the machine has GPUs: skipped
+    (benchmark.py refuses to start them, one rank per GPU).
     """
+    skip_unless_ranks(nprocs)
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), full_env.get("PYTHONPATH")]))
     if not on_gpu():
