@@ -236,8 +236,10 @@ class StreamKGemm:
                                  self.launch_options())
         else:
             launch = self._launch_for(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size)
-            if self._counted != self.epoch:  # an explicit epoch or launch_args moved the host's count: the device's
-                on = (torch.cuda.stream(stream) if stream is not None and self.launches.is_cuda  # goes on after it
+            if self._counted != self.epoch:
+                # an explicit epoch or launch_args moved the host's count since the device last counted: the
+                # device's count goes on after it (in stream order, before this launch)
+                on = (torch.cuda.stream(stream) if stream is not None and self.launches.is_cuda
                       else contextlib.nullcontext())
                 with on:
                     self.launches.fill_(self.epoch * self.plan.num_programs)
