@@ -28,6 +28,7 @@ from harness.checks import (
 from harness.dtypes import DATATYPES
 from harness.timing import START_SYNCS
 from overlap.planner import AUTO, MODES, has_mode
+from stream_k.plan import SCHEDULE_CHOICES
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
@@ -50,7 +51,6 @@ GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "iters": 50, "warmup": 10, "hea
 # Flags the planner fills when unset (the kernel's fields and --tma make up OverlapConfig.kernel).
 PLANNED_FLAGS = ("mode", "total_sms", "gemm_sms", "sk_rounds", "schedule", "two_tiles", "COMMUNICATION_TILE_M",
                  "COMMUNICATION_TILE_N", "BLK_M", "BLK_N", "BLK_K", "num_stages", "num_warps", "tma")
-SCHEDULE_VALUES = ("auto", "hybrid", "dp", "sk")
 
 
 @dataclass
@@ -297,8 +297,6 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
         setattr(cfg, f.name, v)
     if values["two_tiles"] is not None:
         cfg.two_tiles = values["two_tiles"] = _bool("--two_tiles", values["two_tiles"])
-    if cfg.schedule not in SCHEDULE_VALUES:  # before the planner, which would take it
-        raise ConfigError("--schedule", f"must be one of {', '.join(SCHEDULE_VALUES)}, got {cfg.schedule!r}")
     cfg.gemm_joins_comm = _bool("--gemm_joins_comm", values["gemm_joins_comm"])
     cfg.sk_first = _bool("--sk_first", values["sk_first"])
     if cfg.tma not in ("auto", "on", "off"):
@@ -309,7 +307,7 @@ def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -
         raise ConfigError("--tma", f"on needs an NVIDIA GPU of compute capability 9.0+ (this is {where}); "
                           "use auto or off")
     if (cfg.algorithm in ALGORITHMS and cfg.datatype in DATATYPES and cfg.mode in (*MODES, AUTO)
-            and (cfg.mode == AUTO or has_mode(cfg.algorithm, cfg.mode))):
+            and (cfg.mode == AUTO or has_mode(cfg.algorithm, cfg.mode)) and cfg.schedule in SCHEDULE_CHOICES):
         apply_plan(cfg, values, device, world_size, defaulted)
     cfg.defaulted = defaulted
     cfg.cpu_small_default = on_cpu and all(x in defaulted for x in ("m", "n", "k"))
@@ -419,8 +417,8 @@ def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None
         raise ConfigError("--mode", f"{cfg.mode} is built for {able}, not {cfg.algorithm}")
     if cfg.datatype not in DATATYPES:
         raise ConfigError("--datatype", f"must be one of {', '.join(DATATYPES)}, got {cfg.datatype!r}")
-    if cfg.schedule not in SCHEDULE_VALUES:
-        raise ConfigError("--schedule", f"must be one of {', '.join(SCHEDULE_VALUES)}, got {cfg.schedule!r}")
+    if cfg.schedule not in SCHEDULE_CHOICES:
+        raise ConfigError("--schedule", f"must be one of {', '.join(SCHEDULE_CHOICES)}, got {cfg.schedule!r}")
     for flag, v in (("-m", cfg.m), ("-n", cfg.n), ("-k", cfg.k)):
         if v < 1:
             raise ConfigError(flag, f"must be >= 1, got {v}")

@@ -29,7 +29,7 @@ from harness.dtypes import DATATYPES, random_inputs
 from stream_k.configs import default_config
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
-from stream_k.plan import AUTO_SCHEDULE, SCHEDULES
+from stream_k.plan import AUTO_SCHEDULE, SCHEDULE_CHOICES
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 GPU_SHAPES = "8192x8192x8192,4864x4096x8256"
@@ -66,7 +66,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--datatype", default="bf16", help=f"one of {', '.join(DATATYPES)}")
     ap.add_argument("--num_programs", type=int, default=None, help="programs (SMs) for Stream-K; default all SMs")
     ap.add_argument("--schedule", default=AUTO_SCHEDULE,
-                    help=f"one of {', '.join((AUTO_SCHEDULE, *SCHEDULES))} for --shapes (auto: StreamKGemm's default, "
+                    help=f"one of {', '.join(SCHEDULE_CHOICES)} for --shapes (auto: StreamKGemm's default, "
                     "dp or the one-tile hybrid by the shape)")
     ap.add_argument("--also_dp", action="store_true", help="also run schedule dp on --shapes")
     ap.add_argument("--sk_rounds", type=int, default=1, help="Stream-K rounds (1-4, plan.round_bounds) for --shapes")
@@ -84,8 +84,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     if args.datatype not in DATATYPES:
         _fail("--datatype", f"must be one of {', '.join(DATATYPES)}; got {args.datatype!r}")
-    if args.schedule not in (AUTO_SCHEDULE, *SCHEDULES):
-        _fail("--schedule", f"must be one of {', '.join((AUTO_SCHEDULE, *SCHEDULES))}; got {args.schedule!r}")
+    if args.schedule not in SCHEDULE_CHOICES:
+        _fail("--schedule", f"must be one of {', '.join(SCHEDULE_CHOICES)}; got {args.schedule!r}")
     if args.num_programs is not None and not 1 <= args.num_programs <= 65535:
         _fail("--num_programs", f"must be in [1, 65535]; got {args.num_programs}")
     for name in ("blk_m", "blk_n", "blk_k"):

@@ -60,6 +60,7 @@ from stream_k.tiles import tile_coords_host as tile_coords  # noqa: F401  (re-ex
 
 SCHEDULES = ("hybrid", "dp", "sk")
 AUTO_SCHEDULE = "auto"  # plan_streamk picks dp or the one-tile hybrid by cost_iters
+SCHEDULE_CHOICES = (AUTO_SCHEDULE, *SCHEDULES)  # what a caller may ask plan_streamk for
 # The fix-up's cost in MAC iterations of a 128 x 256 x 64 tile (module docstring); partials scale with the tile.
 FIXUP_ITERS = 20.0
 FIXUP_PARTIAL_ITERS = 4.0
@@ -318,8 +319,8 @@ def plan_streamk(
         _check_block(name, value)
     if not isinstance(sk_rounds, int) or not 1 <= sk_rounds <= MAX_SK_ROUNDS:
         raise ValueError(f"sk_rounds must be an integer in 1..{MAX_SK_ROUNDS}; got {sk_rounds!r}")
-    if schedule not in (*SCHEDULES, AUTO_SCHEDULE):
-        raise ValueError(f"schedule must be one of {', '.join((*SCHEDULES, AUTO_SCHEDULE))}; got {schedule!r}")
+    if schedule not in SCHEDULE_CHOICES:
+        raise ValueError(f"schedule must be one of {', '.join(SCHEDULE_CHOICES)}; got {schedule!r}")
     if schedule == AUTO_SCHEDULE:
         options = [plan_streamk(M, N, K, BLK_M, BLK_N, BLK_K, num_programs, gsize_m=gsize_m, two_tiles=False,
                                 schedule=s, sk_first=sk_first, sk_rounds=sk_rounds) for s in ("dp", "hybrid")]
