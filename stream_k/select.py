@@ -1,0 +1,119 @@
+"""The GEMM's choices for a shape, in one place: kernel config (tile, stages, warps, TMA) and Stream-K plan,
+ranked by a time model. `StreamKGemm.create`, `matmul` and the op's planner all ask here.
+
+    choice = choose_gemm(M, N, K, "bf16", num_programs=132, arch="sm90")
+    choice.config, choice.plan, choice.time_us, choice.source
+
+`fixed` holds what the caller decided (any of: config, schedule, two_tiles, sk_rounds, sk_first); the rest is
+chosen. `gemm_candidates` returns every candidate ranked (the planner walks them when it also varies the
+program count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stream_k.configs import KernelConfig, default_config
+from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
+
+# Dense GEMM TFLOP/s of the whole device for the default tile on full waves (TMA Stream-K reaches cuBLAS: 679-708
+# bf16 on an H200; a 128 x 256 x 64 MAC iteration took 0.65-0.80 us on the grid shards, 0.76 on average: 720
+# TFLOP/s); other tiles scale by the efficiency kernel_candidates gives them.
+GEMM_TFLOPS = {
+    "sm90": {"bf16": 720.0, "fp16": 690.0, "fp32": 300.0, "int8": 1300.0},
+    "other": {"bf16": 250.0, "fp16": 250.0, "fp32": 40.0, "int8": 500.0},
+}
+# A GEMM on fewer programs than SMs runs each MAC iteration faster (more power and memory bandwidth per SM): on
+# one H200 (7 shards x 5 schedules) the median iteration took 0.711 / 0.735 / 0.743 us on 116 / 124 / 132
+# programs, about (programs / SMs) ** 0.35.
+SM_SCALING = 0.35
+LAUNCH_US = 4.0  # a launch's fixed cost on the device
+
+
+def arch_family(arch: str) -> str:
+    """"sm90" for NVIDIA sm_90 and newer, "other" for the rest."""
+    return "sm90" if arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 90 else "other"
+
+
+def interpreted(arch: str) -> bool:
+    return arch in ("interpreter", "cpu")
+
+
+@dataclass(frozen=True)
+class GemmChoice:
+    """One way to run an M x N x K GEMM: its kernel config, its Stream-K plan, the model's time."""
+
+    config: KernelConfig
+    plan: StreamKPlan
+    time_us: float
+    source: str  # "model" (ranked by gemm_time_us), "given" (every choice fixed by the caller)
+
+    def describe(self) -> str:
+        k, p = self.config, self.plan
+        sched = p.schedule + ("" if p.schedule != "hybrid" else "2" if p.two_tiles else "1")
+        return (f"{k.BLK_M}x{k.BLK_N}x{k.BLK_K}/s{k.num_stages}/w{k.num_warps}{'/tma' if k.tma else ''}/{sched}"
+                f"/r{p.sk_rounds}")
+
+
+def kernel_candidates(dtype: str, arch: str, tma: bool) -> list[tuple[KernelConfig, float]]:
+    """GEMM configs worth trying on `arch`, with their efficiency relative to the arch's default tile."""
+    base = default_config(dtype, arch).replace(tma=tma)
+    out = [(base, 1.0)]
+    if not interpreted(arch) and base.BLK_N > 128:
+        # a narrower tile doubles the tile count: it wins only where that fills a wave the default tile leaves
+        # half empty; its MAC iterations ran at 0.73-0.93 of the default tile's rate per FLOP (median ~0.87)
+        out.append((base.replace(BLK_N=128, num_stages=4 if dtype in ("bf16", "fp16") else base.num_stages), 0.85))
+    return out
+
+
+def schedule_options(fixed: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """(schedule, two_tiles) pairs to rank: what is fixed, the rest open. Unfixed, data-parallel and the one-tile
+    hybrid (the two-tile hybrid only when two_tiles=True is given: stream_k.plan's docstring says why it is not
+    chosen); a fixed hybrid with two_tiles open ranks both of its variants."""
+    schedule = fixed.get("schedule", AUTO_SCHEDULE)
+    schedules = ["dp", "hybrid"] if schedule == AUTO_SCHEDULE else [schedule]
+    if "two_tiles" in fixed and fixed["two_tiles"] is not None:
+        return [(s, bool(fixed["two_tiles"])) for s in schedules]
+    if schedule != AUTO_SCHEDULE:
+        return [(s, two) for s in schedules for two in ((False, True) if s == "hybrid" else (False,))]
+    return [(s, False) for s in schedules]
+
+
+def gemm_time_us(plan: StreamKPlan, config: KernelConfig, dtype: str, arch: str, sms: int,
+                 efficiency: float = 1.0) -> float:
+    """The model's time of the GEMM alone: the plan's cost in MAC iterations (critical path + fix-up) at the
+    device's rate per SM, plus a launch."""
+    per_sm = GEMM_TFLOPS[arch_family(arch)].get(dtype, 250.0) * 1e12 / max(1, sms)
+    iteration_us = 2.0 * config.BLK_M * config.BLK_N * config.BLK_K / (per_sm * efficiency) * 1e6
+    iteration_us *= (plan.num_programs / max(1, sms)) ** SM_SCALING
+    return plan.cost_iters() * iteration_us + LAUNCH_US
+
+
+def gemm_candidates(M: int, N: int, K: int, dtype: str, num_programs: int, arch: str, *, sms: int | None = None,
+                    tma: bool = False, fixed: Mapping[str, Any] | None = None) -> list[GemmChoice]:
+    """Every candidate for the shape on num_programs programs (of `sms` on the device), fastest first."""
+    fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
+    if "config" in fixed:
+        kernels = [(fixed["config"], 1.0)]
+    else:
+        kernels = kernel_candidates(dtype, arch, tma)
+    rounds = fixed.get("sk_rounds", 1)
+    sk_first = fixed.get("sk_first", False)
+    sms = sms if sms is not None else num_programs
+    source = "given" if "config" in fixed and fixed.get("schedule", AUTO_SCHEDULE) != AUTO_SCHEDULE else "model"
+    out = []
+    for (cfg, eff) in kernels:
+        for schedule, two_tiles in schedule_options(fixed):
+            plan = plan_streamk(M, N, K, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, num_programs, gsize_m=cfg.gsize_m,
+                                schedule=schedule, two_tiles=two_tiles, sk_rounds=rounds, sk_first=sk_first)
+            out.append(GemmChoice(cfg, plan, gemm_time_us(plan, cfg, dtype, arch, sms, eff), source))
+    # a stable sort: on a tie the earlier candidate (the default tile, data-parallel) wins
+    return sorted(out, key=lambda c: c.time_us)
+
+
+def choose_gemm(M: int, N: int, K: int, dtype: str, num_programs: int, arch: str, *, sms: int | None = None,
+                tma: bool = False, fixed: Mapping[str, Any] | None = None) -> GemmChoice:
+    """The best candidate (gemm_candidates' first)."""
+    return gemm_candidates(M, N, K, dtype, num_programs, arch, sms=sms, tma=tma, fixed=fixed)[0]
