@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -27,6 +28,7 @@ from stream_k.launch import BoundLaunch
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 
 _INT32_MAX = 2**31 - 1
+BOUND_LAUNCHES = 16  # buffer sets whose bound launch a StreamKGemm keeps
 
 
 def dtype_name(dtype: torch.dtype | str) -> str:
@@ -105,7 +107,7 @@ class StreamKGemm:
         self.launches = torch.zeros(1, dtype=torch.int64, device=self.device)
         self.epoch = 0
         self._counted = 0  # the host's count when the device last counted a launch
-        self._bound: tuple[tuple, BoundLaunch] | None = None  # (the call's buffers, their bound launch)
+        self._bound: OrderedDict[tuple, BoundLaunch] = OrderedDict()  # the call's buffers -> their bound launch
         self.hip = is_hip()
         amd = {"waves_per_eu": cfg.waves_per_eu, "matrix_instr_nonkdim": cfg.matrix_instr_nonkdim, "kpack": cfg.kpack}
         self._amd_options = {k: v for k, v in amd.items() if v is not None} if self.hip else {}
@@ -252,16 +254,22 @@ class StreamKGemm:
     def _launch_for(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
                     gemm_trace: torch.Tensor | None, epilogue: Any, heap_bases: torch.Tensor | None, cur_rank: int,
                     world_size: int) -> BoundLaunch:
-        """The bound launch of these buffers with the device-counted epoch: the last one made, if the buffers are
-        the same (one kept: a caller that passes new tensors every call pays Triton's launch path, as before)."""
+        """The bound launch of these buffers with the device-counted epoch (the last BOUND_LAUNCHES buffer sets are
+        kept, so a caller rotating a few input sets stays on bound launches)."""
         buffers = [(t.data_ptr(), tuple(t.shape), t.stride()) if isinstance(t, torch.Tensor) else t
                    for t in (a, b, c, tile_flags, gemm_trace, heap_bases)]
         key = (*buffers, epilogue, cur_rank, world_size)
-        if self._bound is None or self._bound[0] != key:
+        launch = self._bound.get(key)
+        if launch is None:
             args = self._args(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size, 0)
-            self._bound = (key, BoundLaunch(streamk_gemm_kernel, self.plan.num_programs,
-                                            {**args, "LAUNCHES": self.launches}, self.launch_options()))
-        return self._bound[1]
+            launch = BoundLaunch(streamk_gemm_kernel, self.plan.num_programs, {**args, "LAUNCHES": self.launches},
+                                 self.launch_options())
+            self._bound[key] = launch
+            if len(self._bound) > BOUND_LAUNCHES:
+                self._bound.popitem(last=False)
+        else:
+            self._bound.move_to_end(key)
+        return launch
 
     def _refuse_capture(self, stream: Any) -> None:
         """RuntimeError if this launch (with an explicit epoch) is being captured into a CUDA graph."""
