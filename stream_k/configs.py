@@ -28,6 +28,8 @@ class KernelConfig:
     tma: load A and B through tensor descriptors (NVIDIA sm_90+; inputs need a unit last stride and
     16-byte aligned rows). Off by default: the pointer path is the one measured and the one the
     interpreter runs.
+    flatten: one software pipeline across a program's work items (tl.range(flatten=True)): the next item's loads
+    start during the current item's epilogue.
     """
 
     BLK_M: int = 128
@@ -42,6 +44,7 @@ class KernelConfig:
     matrix_instr_nonkdim: int | None = None
     kpack: int | None = None
     tma: bool = False
+    flatten: bool = False
 
     def replace(self, **changes: Any) -> KernelConfig:
         return replace(self, **changes)
