@@ -65,12 +65,12 @@ class GemmCandidate:
     warps: int
     schedule: str  # one of SCHEDULE_NAMES
     rounds: int = 1
-    flat: bool = False  # KernelConfig.flatten: one pipelined loop over all of a program's K steps
+    programs: int = 1  # programs per SM
 
     @property
     def name(self) -> str:
         return (f"{self.blk_m}x{self.blk_n}x{self.blk_k}/s{self.stages}/w{self.warps}/{self.schedule}"
-                f"/r{self.rounds}{'/flat' if self.flat else ''}")
+                f"/r{self.rounds}{f'/x{self.programs}' if self.programs > 1 else ''}")
 
     def plan_args(self) -> dict[str, Any]:
         """StreamKGemm.create's schedule arguments."""
@@ -79,15 +79,18 @@ class GemmCandidate:
 
 
 def parse_candidate(text: str) -> GemmCandidate | str:
-    """`default`, or `BMxBNxBK/sS/wW/SCHEDULE[/rR][/flat]` -> GemmCandidate; ValueError with the reason otherwise."""
+    """`default`, or `BMxBNxBK/sS/wW/SCHEDULE[/rR][/xP]` (P programs per SM) -> GemmCandidate; ValueError with the
+    reason otherwise."""
     if text == DEFAULT:
         return DEFAULT
     parts = text.split("/")
-    flat = parts[-1] == "flat"
-    if flat:
-        parts = parts[:-1]
+    per_sm = 1
+    if parts[-1][:1] == "x":
+        if not (parts[-1][1:].isdigit() and 1 <= int(parts[-1][1:]) <= 4):
+            raise ValueError(f"programs per SM must be x1..x4; got {parts[-1]!r}")
+        per_sm = int(parts.pop()[1:])
     if len(parts) not in (4, 5):
-        raise ValueError(f"must be {DEFAULT} or BMxBNxBK/sS/wW/SCHEDULE[/rR][/flat]; got {text!r}")
+        raise ValueError(f"must be {DEFAULT} or BMxBNxBK/sS/wW/SCHEDULE[/rR][/xP]; got {text!r}")
     dims = parts[0].lower().split("x")
     if len(dims) != 3 or not all(d.isdigit() and int(d) >= 16 and int(d) & (int(d) - 1) == 0 for d in dims):
         raise ValueError(f"tile must be three powers of two >= 16 (e.g. 128x256x64); got {parts[0]!r}")
@@ -104,7 +107,7 @@ def parse_candidate(text: str) -> GemmCandidate | str:
             raise ValueError(f"rounds must be r1..r{MAX_SK_ROUNDS}; got {r!r}")
         rounds = int(r[1:])
     m, n, k = (int(d) for d in dims)
-    return GemmCandidate(m, n, k, int(parts[1][1:]), int(parts[2][1:]), parts[3], rounds, flat)
+    return GemmCandidate(m, n, k, int(parts[1][1:]), int(parts[2][1:]), parts[3], rounds, per_sm)
 
 
 def candidate_name(cand: GemmCandidate | str) -> str:
@@ -151,7 +154,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--shapes", default=None, help="MxNxK list")
     ap.add_argument("--suite", default=None, help="a suite name (harness/suites/NAME.txt: tp) or a file of 'M N K'")
     ap.add_argument("--candidates", default=DEFAULT,
-                    help=f"comma list of {DEFAULT} and BMxBNxBK/sS/wW/SCHEDULE[/rR][/flat] "
+                    help=f"comma list of {DEFAULT} and BMxBNxBK/sS/wW/SCHEDULE[/rR][/xP] "
                     "(SCHEDULE: auto, hybrid, hybrid1, dp, sk) (default: default)")
     ap.add_argument("--datatype", default="bf16", help=f"one of {', '.join(DATATYPES)}")
     ap.add_argument("--num_programs", type=int, default=None, help="programs (SMs); default all SMs")
@@ -302,9 +305,9 @@ def _make_gemm(cand: GemmCandidate | str, shape: tuple[int, int, int], dtype: st
     from stream_k.configs import default_config
 
     cfg = default_config(dtype).replace(BLK_M=cand.blk_m, BLK_N=cand.blk_n, BLK_K=cand.blk_k,
-                                        num_stages=cand.stages, num_warps=cand.warps, tma=tma or cand.flat,
-                                        flatten=cand.flat)
-    return StreamKGemm.create(m, n, k, dtype, programs, config=cfg, device=device, **cand.plan_args())
+                                        num_stages=cand.stages, num_warps=cand.warps, tma=tma)
+    return StreamKGemm.create(m, n, k, dtype, programs * cand.programs, config=cfg, device=device,
+                              **cand.plan_args())
 
 
 def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: torch.Generator, device: torch.device,

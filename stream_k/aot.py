@@ -50,7 +50,8 @@ def compile_kernel(dtype_name: str, cfg: KernelConfig, arch: int = 90, trace: bo
         "EVEN_K": even_k, "EPILOGUE": store_and_signal,
         "TIMER": device.TIMER_GLOBALTIMER if trace else device.TIMER_LOGICAL,
         "INPUT_PRECISION": cfg.input_precision if dtype_name == "fp32" else None,
-        "NUM_XCDS": 1, "USE_TMA": cfg.tma, "SK_FIRST": False, "SK_ROUNDS": sk_rounds, "FLATTEN": cfg.flatten,
+        "NUM_XCDS": 1, "USE_TMA": cfg.tma, "SK_FIRST": False, "SK_ROUNDS": sk_rounds,
+        "REDUCE_LOADS": cfg.reduce_loads,
     }
     if cfg.tma:
         elem = _PTR[dtype_name][1:]

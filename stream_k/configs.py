@@ -28,8 +28,6 @@ class KernelConfig:
     tma: load A and B through tensor descriptors (NVIDIA sm_90+; inputs need a unit last stride and
     16-byte aligned rows). Off by default: the pointer path is the one measured and the one the
     interpreter runs.
-    flatten: one software pipeline across a program's work items (tl.range(flatten=True)): the next item's loads
-    start during the current item's epilogue.
     """
 
     BLK_M: int = 128
@@ -44,13 +42,19 @@ class KernelConfig:
     matrix_instr_nonkdim: int | None = None
     kpack: int | None = None
     tma: bool = False
-    flatten: bool = False
 
     def replace(self, **changes: Any) -> KernelConfig:
         return replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def reduce_loads(self) -> int:
+        """Partials the Stream-K fix-up reads at once: as many half-tile loads as fit beside the tile's two half sums
+        in ~160 registers a thread (one for 128 x 256 on 8 warps, three for 64 x 128 on 4, eight for 64 x 64 on 4)."""
+        regs_per_half = max(1, self.BLK_M * self.BLK_N // 2 // (32 * self.num_warps))
+        return max(1, min(8, (160 - 2 * regs_per_half) // regs_per_half))
 
 
 _NVIDIA_SM90 = {

@@ -90,8 +90,6 @@ class StreamKGemm:
         if config is not None and (config.BLK_M, config.BLK_N, config.BLK_K) != (plan.BLK_M, plan.BLK_N, plan.BLK_K):
             raise ValueError(f"config blocks {config.BLK_M}x{config.BLK_N}x{config.BLK_K} differ from the plan's "
                              f"{plan.BLK_M}x{plan.BLK_N}x{plan.BLK_K}")
-        if cfg.flatten and not cfg.tma:
-            raise ValueError("flatten=True needs tma=True (the flat loop loads A and B through tensor descriptors)")
         if self.dtype_name == "int8" and plan.BLK_K < 32:
             raise ValueError(f"BLK_K must be >= 32 for int8 inputs (tl.dot's minimum); got {plan.BLK_K}")
         if timeout_s <= 0:
@@ -197,7 +195,7 @@ class StreamKGemm:
             "INPUT_PRECISION": cfg.input_precision if self.dtype_name == "fp32" else None,
             "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma, "SK_FIRST": p.sk_first,
             "SK_ROUNDS": p.sk_rounds, "P_DESC": self._partials_descriptor() if cfg.tma else None,
-            "FLATTEN": cfg.flatten,
+            "REDUCE_LOADS": cfg.reduce_loads,
         }
 
     def _partials_descriptor(self) -> Any:

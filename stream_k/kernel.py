@@ -29,7 +29,7 @@ The whole work of one GEMM program is the device function
                                               #   blocks [BLK_M, BLK_N // 2]; pieces are written and summed
                                               #   through it (_store_partial, _sum_pieces)
         A_READY=None, a_rows=1,               # all-gather of A (see streamk_program's docstring)
-        FLATTEN=False,                        # constexpr: one software pipeline across work items
+        REDUCE_LOADS=1,                       # constexpr: partials a tile's last piece reads at once
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -184,23 +184,6 @@ def _store_partial(P, P_DESC, slot, acc, BLK_M: tl.constexpr, BLK_N: tl.constexp
 
 
 @triton.jit
-def _load_half(P, P_DESC, slot, half: tl.constexpr, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-               USE_TMA: tl.constexpr):
-    """Column half `half` ([BLK_M, BLK_N // 2]) of workspace slot P[slot], a piece's partial.
-
-    With USE_TMA the copy engine brings it into shared memory and it is read from there. Halves keep the
-    registers of a partial beside the running sum within bounds (a whole 128 x 256 partial beside the sum does
-    not fit in 8 warps' registers)."""
-    if USE_TMA:
-        part = P_DESC.load([slot * BLK_M, half * (BLK_N // 2)])
-    else:
-        rows = tl.arange(0, BLK_M)[:, None] * BLK_N
-        cols = half * (BLK_N // 2) + tl.arange(0, BLK_N // 2)[None, :]
-        part = tl.load(P + slot * (BLK_M * BLK_N) + rows + cols, cache_modifier=".cg")
-    return part
-
-
-@triton.jit
 def _piece_slot(q, t_start, rnd, num_programs, q_start):
     """The workspace slot of program q's piece of a tile whose first (round-local) iteration is t_start: side 0
     when q's range in round rnd starts in that tile (q_start >= t_start), else side 1 (it ends there)."""
@@ -208,28 +191,36 @@ def _piece_slot(q, t_start, rnd, num_programs, q_start):
 
 
 @triton.jit
-def _sum_pieces(P, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE: tl.constexpr,
-                BLK_M: tl.constexpr, BLK_N: tl.constexpr, USE_TMA: tl.constexpr, SPLIT: tl.constexpr):
+def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE: tl.constexpr,
+                BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr, REDUCE_LOADS: tl.constexpr):
     """The sum of round-local tile ts's pieces, in the order of their programs (the tile's final accumulator).
 
     The pieces belong to programs first..last (the aligned round: ts * SPLIT + j for the j that hold iterations).
-    Each half of the tile is summed on its own, then the halves are put back together in the accumulator's
-    layout."""
+    Each column half of the tile is summed on its own (a whole 128 x 256 partial beside the sum would not fit in
+    8 warps' registers), REDUCE_LOADS partials at a time: their loads are independent, so they are in flight
+    together instead of one L2 round trip per partial. A piece left out (past the last program, or an aligned
+    piece of no iterations) loads zeros."""
     t_start = ts * iters_per_tile
     first = tl.where(aligned, ts * SPLIT, _sk_program_of(t_start, sk_ipp, sk_rem))
     last = tl.where(aligned, ts * SPLIT + SPLIT - 1, _sk_program_of(t_start + iters_per_tile - 1, sk_ipp, sk_rem))
-    if USE_TMA:
-        fence_proxy_async_global()  # the counter's acquire before the copy engine's reads
+    offs = tl.arange(0, BLK_M)[:, None] * BLK_N + tl.arange(0, BLK_N // 2)[None, :]
     lo = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
     hi = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
-    for q in range(first, last + 1):
-        j = q - first
-        empty = aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT)
-        if not empty:  # an aligned piece of no iterations (K steps < SPLIT) published nothing
-            q_start = tl.where(aligned, t_start, q * sk_ipp + tl.minimum(q, sk_rem))
-            slot = _piece_slot(q, t_start, rnd, num_programs, q_start)
-            lo += _load_half(P, P_DESC, slot, 0, BLK_M, BLK_N, USE_TMA)
-            hi += _load_half(P, P_DESC, slot, 1, BLK_M, BLK_N, USE_TMA)
+    for q0 in range(first, last + 1, REDUCE_LOADS):
+        for half in tl.static_range(2):
+            for u in tl.static_range(REDUCE_LOADS):
+                q = q0 + u
+                j = q - first
+                held = (q <= last) & ~(aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT))
+                q_start = tl.where(aligned, t_start, q * sk_ipp + tl.minimum(q, sk_rem))
+                slot = _piece_slot(q, t_start, rnd, num_programs, q_start)
+                mask = (offs * 0 + held.to(tl.int32)) != 0  # the scalar, as a tensor (the interpreter's need)
+                part = tl.load(P + slot * (BLK_M * BLK_N) + half * (BLK_N // 2) + offs, mask=mask, other=0,
+                               cache_modifier=".cg")
+                if half == 0:
+                    lo += part
+                else:
+                    hi += part
     return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
 
 
@@ -318,7 +309,7 @@ def streamk_program(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
-    FLATTEN: tl.constexpr = False,
+    REDUCE_LOADS: tl.constexpr = 1,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
@@ -337,181 +328,76 @@ def streamk_program(
         _, _, _, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile, SK_ROUNDS)
         n_sk += _sk_items(start_r, end_r, iters_per_tile)
 
-    if FLATTEN:
-        _flat_program(pid, num_programs, A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K, sk_tiles,
-                      epoch, max_spins, heap_bases, cur_rank, world_size, stride_cm, stride_cn, BLK_M, BLK_N, BLK_K,
-                      GSIZE_M, EPILOGUE, TIMER, INPUT_PRECISION, SK_FIRST, SK_ROUNDS, P_DESC, A_READY, a_rows)
-    else:
-        for w in range(n_dp + n_sk):
-            t_begin = 0
-            if GEMM_TRACE is not None:
-                t_begin = read_timer(CLOCK, TIMER)
-            if SK_FIRST:
-                is_dp = w >= n_sk
-                dp_w = w - n_sk
-                sk_w = w
-            else:
-                is_dp = w < n_dp
-                dp_w = w
-                sk_w = w - n_dp
-            # This item's SK round: its first tile, split (ipp, rem), pid's range, and the item's index in it.
-            rnd = 0
-            first_tile = 0
-            sk_ipp = 0
-            sk_rem = 0
-            sk_start = 0
-            sk_end = 0
-            item = sk_w
-            seen = 0
-            for r in tl.static_range(SK_ROUNDS):
-                first_r, ipp_r, rem_r, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile,
-                                                                  SK_ROUNDS)
-                n_r = _sk_items(start_r, end_r, iters_per_tile)
-                hit = (sk_w >= seen) & (sk_w < seen + n_r)
-                rnd = tl.where(hit, r, rnd)
-                first_tile = tl.where(hit, first_r, first_tile)
-                sk_ipp = tl.where(hit, ipp_r, sk_ipp)
-                sk_rem = tl.where(hit, rem_r, sk_rem)
-                sk_start = tl.where(hit, start_r, sk_start)
-                sk_end = tl.where(hit, end_r, sk_end)
-                item = tl.where(hit, sk_w - seen, item)
-                seen += n_r
-            if is_dp:
-                tile_id = pid + dp_w * num_programs
-                ts = 0
-                k_lo = 0
-                k_hi = iters_per_tile
-            else:
-                ts = (sk_end - 1) // iters_per_tile - item
-                tile_id = dp_tiles + first_tile + ts
-                k_lo = tl.maximum(sk_start, ts * iters_per_tile) - ts * iters_per_tile
-                k_hi = tl.minimum(sk_end, ts * iters_per_tile + iters_per_tile) - ts * iters_per_tile
-            pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
-            rm = pid_m * BLK_M + tl.arange(0, BLK_M)
-            rn = pid_n * BLK_N + tl.arange(0, BLK_N)
-            acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
-            if A_READY is not None:
-                _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, BLK_M, USE_TMA)
-            if USE_TMA:
-                acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
-            else:
-                # Rows / columns past the edge read row / column 0: loads need no mask, the store drops them.
-                ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
-                ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
-                acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
-                                stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
-
-            _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
-                         sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
-                         CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER,
-                         USE_TMA, SK_ROUNDS)
-
-
-@triton.jit
-def _flat_program(pid, num_programs, A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K, sk_tiles,
-                  epoch, max_spins, heap_bases, cur_rank, world_size, stride_cm, stride_cn,
-                  BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
-                  EPILOGUE: tl.constexpr, TIMER: tl.constexpr, INPUT_PRECISION: tl.constexpr, SK_FIRST: tl.constexpr,
-                  SK_ROUNDS: tl.constexpr, P_DESC, A_READY, a_rows):
-    """The program's work as one loop over all of its K steps (A, B tensor descriptors): its DP tiles' steps, then
-    its Stream-K range of each round (SK first with SK_FIRST). A work item begins where a tile's K loop or the range
-    begins and ends where either ends; the item's finish runs inside the loop, so the software pipeline keeps
-    loading the next item's first blocks while this one is stored (the same work items as the nested loop)."""
-    ACC_TYPE: tl.constexpr = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
-    ipt = tl.cdiv(K, BLK_K)
-    num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
-    dp_tiles = num_tiles - sk_tiles
-    dp_len = (dp_tiles + num_programs - 1 - pid) // num_programs * ipt
-    sk_len = 0
-    for r in tl.static_range(SK_ROUNDS):
-        _, _, _, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, ipt, SK_ROUNDS)
-        sk_len += end_r - start_r
-    acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
-    k_lo = 0
-    t_begin = (pid * 0).to(tl.int64)
-    for v in range(0, dp_len + sk_len):
+    for w in range(n_dp + n_sk):
+        t_begin = 0
+        if GEMM_TRACE is not None:
+            t_begin = read_timer(CLOCK, TIMER)
         if SK_FIRST:
-            dp_v = v - sk_len
-            sk_v = v
+            is_dp = w >= n_sk
+            dp_w = w - n_sk
+            sk_w = w
         else:
-            dp_v = v
-            sk_v = v - dp_len
-        # the Stream-K step: its round, the round's split, this program's range in it, the step's index g there
+            is_dp = w < n_dp
+            dp_w = w
+            sk_w = w - n_dp
+        # This item's SK round: its first tile, split (ipp, rem), pid's range, and the item's index in it.
         rnd = 0
         first_tile = 0
         sk_ipp = 0
         sk_rem = 0
-        r_start = 0
-        r_end = 0
-        g = 0
+        sk_start = 0
+        sk_end = 0
+        item = sk_w
         seen = 0
         for r in tl.static_range(SK_ROUNDS):
-            first_r, ipp_r, rem_r, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, ipt, SK_ROUNDS)
-            hit = (sk_v >= seen) & (sk_v < seen + end_r - start_r)
+            first_r, ipp_r, rem_r, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile,
+                                                              SK_ROUNDS)
+            n_r = _sk_items(start_r, end_r, iters_per_tile)
+            hit = (sk_w >= seen) & (sk_w < seen + n_r)
             rnd = tl.where(hit, r, rnd)
             first_tile = tl.where(hit, first_r, first_tile)
             sk_ipp = tl.where(hit, ipp_r, sk_ipp)
             sk_rem = tl.where(hit, rem_r, sk_rem)
-            r_start = tl.where(hit, start_r, r_start)
-            r_end = tl.where(hit, end_r, r_end)
-            g = tl.where(hit, start_r + sk_v - seen, g)
-            seen += end_r - start_r
-        is_dp = (dp_v >= 0) & (dp_v < dp_len)
-        ts = tl.where(is_dp, 0, g // ipt)
-        k = tl.where(is_dp, dp_v % ipt, g - ts * ipt)
-        tile_id = tl.where(is_dp, pid + dp_v // ipt * num_programs, dp_tiles + first_tile + ts)
-        begin = (k == 0) | (~is_dp & (g == r_start))
-        end = (k == ipt - 1) | (~is_dp & (g == r_end - 1))
+            sk_start = tl.where(hit, start_r, sk_start)
+            sk_end = tl.where(hit, end_r, sk_end)
+            item = tl.where(hit, sk_w - seen, item)
+            seen += n_r
+        if is_dp:
+            tile_id = pid + dp_w * num_programs
+            ts = 0
+            k_lo = 0
+            k_hi = iters_per_tile
+        else:
+            ts = (sk_end - 1) // iters_per_tile - item
+            tile_id = dp_tiles + first_tile + ts
+            k_lo = tl.maximum(sk_start, ts * iters_per_tile) - ts * iters_per_tile
+            k_hi = tl.minimum(sk_end, ts * iters_per_tile + iters_per_tile) - ts * iters_per_tile
         pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
-        if begin:
-            acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
-            k_lo = k
-            if GEMM_TRACE is not None:
-                t_begin = read_timer(CLOCK, TIMER)
-            if A_READY is not None:
-                _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, BLK_M, True)
-        a = A.load([pid_m * BLK_M, k * BLK_K])
-        b = B.load([k * BLK_K, pid_n * BLK_N])
-        acc = _dot(a, b, acc, INPUT_PRECISION)
-        if end:
-            rm = pid_m * BLK_M + tl.arange(0, BLK_M)
-            rn = pid_n * BLK_N + tl.arange(0, BLK_N)
-            if (k_lo == 0) & (k == ipt - 1):
-                EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                         heap_bases, cur_rank, world_size)
-                if GEMM_TRACE is not None:
-                    _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
-            else:  # a piece: stored now, counted after the loop (a barrier here would stop the pipeline)
-                slot = _piece_slot(pid, ts * ipt, rnd, num_programs, r_start)
-                _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, False)
-    # Count this program's pieces (at most one at each end of its range in each round); the last to arrive at a
-    # tile sums its pieces and stores it.
-    tl.debug_barrier()
-    for r in tl.static_range(SK_ROUNDS):
-        _, ipp_r, rem_r, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, ipt, SK_ROUNDS)
-        first_r = _sk_round(r, pid, num_programs, sk_tiles, ipt, SK_ROUNDS)[0]
-        for side in tl.static_range(2):
-            ts = tl.where(side == 0, start_r // ipt, (end_r - 1) // ipt)
-            t_lo = tl.maximum(start_r, ts * ipt) - ts * ipt
-            t_hi = tl.minimum(end_r, ts * ipt + ipt) - ts * ipt
-            piece = (end_r > start_r) & ((t_lo > 0) | (t_hi < ipt))
-            if side == 1:
-                piece = piece & ((end_r - 1) // ipt != start_r // ipt)
-            if piece:
-                tile_id = dp_tiles + first_r + ts
-                pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
-                rm = pid_m * BLK_M + tl.arange(0, BLK_M)
-                rn = pid_n * BLK_N + tl.arange(0, BLK_N)
-                _arrive(pid, num_programs, tile_id, ts, ipt, r, ipp_r, rem_r, rm, rn, M, N, C, P, P_DESC, LOCKS,
-                        stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank,
-                        world_size, BLK_M, BLK_N, EPILOGUE, TIMER, False, SK_ROUNDS)
+        rm = pid_m * BLK_M + tl.arange(0, BLK_M)
+        rn = pid_n * BLK_N + tl.arange(0, BLK_N)
+        acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
+        if A_READY is not None:
+            _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, BLK_M, USE_TMA)
+        if USE_TMA:
+            acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
+        else:
+            # Rows / columns past the edge read row / column 0: loads need no mask, the store drops them.
+            ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
+            ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
+            acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
+                            stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+
+        _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
+                     sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
+                     CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER,
+                     USE_TMA, SK_ROUNDS, REDUCE_LOADS)
 
 
 @triton.jit
-def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS,
+def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
             stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
             BLK_M: tl.constexpr, BLK_N: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-            USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr):
+            SK_ROUNDS: tl.constexpr, REDUCE_LOADS: tl.constexpr):
     """Count a stored piece on its tile's arrival counter (release: the caller has made the piece's stores
     visible to the whole program); the last piece to arrive sums the tile's pieces and runs the EPILOGUE."""
     SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
@@ -521,8 +407,8 @@ def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem,
     arrived = tl.atomic_add(LOCKS + tile_id, 1, sem="acq_rel", scope="gpu")
     if arrived == pieces - 1:
         tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
-        acc = _sum_pieces(P, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE,
-                          BLK_M, BLK_N, USE_TMA, SPLIT)
+        acc = _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE, BLK_M, BLK_N,
+                          SPLIT, REDUCE_LOADS)
         EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
                  world_size)
         if GEMM_TRACE is not None:
@@ -533,16 +419,17 @@ def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem,
 def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem,
                  rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
                  epoch, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-                 EPILOGUE: tl.constexpr, TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr):
+                 EPILOGUE: tl.constexpr, TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr,
+                 REDUCE_LOADS: tl.constexpr):
     """After a work item's K loop: a whole tile goes to the EPILOGUE; a piece of a split tile is published and
     counted, and the last piece to arrive sums the tile's pieces and runs the EPILOGUE (module docstring)."""
     if (k_lo > 0) | (k_hi < iters_per_tile):
         slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
         _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
         tl.debug_barrier()
-        _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS,
+        _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
                 stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
-                BLK_M, BLK_N, EPILOGUE, TIMER, USE_TMA, SK_ROUNDS)
+                BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS)
     else:
         EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                  heap_bases, cur_rank, world_size)
@@ -571,7 +458,7 @@ def streamk_gemm_kernel(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, LAUNCHES=None,
-    FLATTEN: tl.constexpr = False,
+    REDUCE_LOADS: tl.constexpr = 1,
 ):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,).
 
@@ -591,5 +478,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC, None, 1, FLATTEN,
+        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
     )

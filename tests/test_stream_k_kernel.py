@@ -124,6 +124,18 @@ def test_tile_split_over_four_programs():
     assert flags.item() == gemm.epoch
 
 
+def test_tile_in_twenty_pieces():
+    """One tile split over 20 programs: its last piece reads the partials REDUCE_LOADS at a time (several groups,
+    the last one partly empty) and sums them in program order."""
+    gemm = StreamKGemm.create(16, 16, 16 * 41, "fp32", 20, config=_config("fp32"), schedule="sk", device=DEVICE)
+    assert len(gemm.plan.piece_programs(0)) == 20 and 20 % gemm.config.reduce_loads != 0
+    a, b = _inputs("fp32", 16, 16, 16 * 41, seed=22)
+    for _ in range(2):
+        c, flags, _ = _run(gemm, a, b)
+        _check("fp32", a, b, c)
+        assert flags.item() == gemm.epoch and (gemm.locks == 0).all()
+
+
 def test_larger_blocks_and_hybrid_waves():
     # 6 x 3 = 18 tiles of 32 x 32 on 4 programs: 3 DP waves of 4 + a two-tile Stream-K wave of 6.
     name, M, N, K = "fp16", 190, 96, 72
@@ -311,7 +323,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
                        EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
-                       SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC, FLATTEN: tl.constexpr,
+                       SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC, REDUCE_LOADS: tl.constexpr,
                        REVERSED: tl.constexpr):
     """Programs < gemm_programs run the GEMM (in reverse order of pids with REVERSED); the next one waits on every
     tile flag."""
@@ -324,7 +336,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                         sk_tiles, epoch, max_spins,
                         heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
-                        TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, FLATTEN)
+                        TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
@@ -422,32 +434,6 @@ def test_tma_fixup_reads_partials_through_a_descriptor(rounds):
         c, flags, _ = _run(gemm, a, b)
         _check(name, a, b, c)
         assert (flags == gemm.epoch).all()
-
-
-@pytest.mark.skipif(HAS_GPU and torch.cuda.get_device_capability()[0] < 9, reason="TMA needs sm_90+")
-@pytest.mark.parametrize(("schedule", "programs", "rounds", "sk_first"),
-                         [("sk", 5, 1, False), ("hybrid", 4, 1, False), ("hybrid", 7, 2, True), ("sk", 16, 4, False),
-                          ("dp", 3, 1, False)])
-def test_flat_loop_matches_the_nested_loop(schedule, programs, rounds, sk_first):
-    """KernelConfig.flatten: one loop over all of a program's K steps (pieces counted after it) gives the same bits
-    as the loop over work items, stores every tile once by one of its programs, and leaves the counters at 0."""
-    name, M, N, K = "fp32", 70, 96, 136
-    out = []
-    for flat in (False, True):
-        cfg = _config(name, 32, 32).replace(tma=True, flatten=flat)
-        gemm = StreamKGemm.create(M, N, K, name, programs, config=cfg, schedule=schedule, sk_rounds=rounds,
-                                  sk_first=sk_first, device=DEVICE)
-        p = gemm.plan
-        a, b = _inputs(name, M, N, K, seed=31)
-        for _ in range(2):
-            c, flags, tr = _run(gemm, a, b)
-            _check(name, a, b, c)
-            assert (flags == gemm.epoch).all() and _stored_by_its_pieces(p, tr.cpu()) and (gemm.locks == 0).all()
-        out.append(c.clone())
-    assert schedule == "dp" or _has_split_tile(gemm)
-    assert torch.equal(out[0], out[1])
-    with pytest.raises(ValueError, match="flatten"):
-        StreamKGemm.create(M, N, K, name, programs, config=_config(name).replace(flatten=True), device=DEVICE)
 
 
 def test_matmul_and_argument_checks():
