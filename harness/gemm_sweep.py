@@ -18,7 +18,8 @@ and after the candidates. Three timings per row:
   LOOP_REPEATS loops: what a model's loop sees;
 - `graph_ms`: the same calls captured in one CUDA graph and replayed (no host launch cost at all).
 `roofline_ms` is max(FLOPs / peak, bytes / HBM bandwidth) with the device's datasheet peaks (stream_k.roofline);
-`pct_roofline` = roofline_ms / loop_ms. The summary gives, per candidate, the geomean of cuBLAS's back-to-back time
+`pct_roofline` = roofline_ms / loop_ms. The bandwidth a plain read reaches on the device (torch.sum over 2 GiB, the
+median of 5) is measured once and written in the .meta.json (`read_tb_s`): the datasheet's is not reached. The summary gives, per candidate, the geomean of cuBLAS's back-to-back time
 over ours and the shapes below 0.95x; --png draws the ratio per shape and both % of roofline.
 """
 
@@ -256,6 +257,24 @@ def _graph_ms(calls: list[Any], estimate_ms: float, gpu: bool) -> float:
     return runlog.summarize_ms(out)["median"]
 
 
+def read_bandwidth_tb_s() -> float:
+    """TB/s of a plain read of 2 GiB (torch.sum in fp32 over bf16), the median of 5 (NaN off the GPU)."""
+    if not torch.cuda.is_available():
+        return float("nan")
+    x = torch.ones(2**30, dtype=torch.bfloat16, device="cuda")
+    torch.sum(x, dtype=torch.float32)
+    out = []
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.sum(x, dtype=torch.float32)
+        end.record()
+        end.synchronize()
+        out.append(x.numel() * x.element_size() / (start.elapsed_time(end) * 1e-3) / 1e12)
+    del x
+    return runlog.summarize_ms(out)["median"]
+
+
 def _timings(calls: list[Any], warmup: int, rep: int, gpu: bool, graph: bool) -> dict[str, float]:
     samples = _isolated_ms(calls[0], warmup, rep, gpu)
     stats = runlog.summarize_ms(samples)
@@ -490,7 +509,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness.gemm_sweep: error: {exc}", file=sys.stderr)
         return 2
     meta = {"device": sysinfo.device_info(), "software": sysinfo.software_versions(), "git": sysinfo.git_info(),
-            "argv": sys.argv[1:] if argv is None else argv}
+            "argv": sys.argv[1:] if argv is None else argv, "read_tb_s": read_bandwidth_tb_s()}
+    print(f"plain read: {meta['read_tb_s']:.2f} TB/s")
     if args.csv:  # what ran where, first: a run cut short by a time limit keeps it
         path = Path(args.csv)
         path.parent.mkdir(parents=True, exist_ok=True)

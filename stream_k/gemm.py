@@ -23,8 +23,9 @@ from iris_ops.device import decode_error, default_timer_kind, spin_budget
 from stream_k.configs import KernelConfig, current_arch, default_config
 from stream_k.dtypes import DATATYPES as DTYPES
 from stream_k.dtypes import output_dtype
-from stream_k.kernel import store_and_signal, streamk_gemm_kernel
+from stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
 from stream_k.launch import BoundLaunch
+from stream_k.layout import tma_rows
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 
 _INT32_MAX = 2**31 - 1
@@ -180,8 +181,14 @@ class StreamKGemm:
         self._check(a, b, c, tile_flags, gemm_trace)
         p, cfg = self.plan, self.config
         A, B = (self._descriptors(a, b) if cfg.tma else (a, b))
+        C = c
+        if epilogue is None and cfg.tma and tma_rows(c):  # the copy engine stores C (any 16-byte aligned rows)
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            C = TensorDescriptor.from_tensor(c, [p.BLK_M, p.BLK_N // 2])
+            epilogue = store_tma_and_signal
         return {
-            "A": A, "B": B, "C": c, "P": self.partials, "LOCKS": self.locks,
+            "A": A, "B": B, "C": C, "P": self.partials, "LOCKS": self.locks,
             "TILE_FLAGS": tile_flags, "GEMM_TRACE": gemm_trace, "CLOCK": self.clock, "ERRORS": self.errors,
             "M": p.M, "N": p.N, "K": p.K,
             "stride_am": a.stride(0), "stride_ak": a.stride(1), "stride_bk": b.stride(0), "stride_bn": b.stride(1),
@@ -213,7 +220,7 @@ class StreamKGemm:
 
         p = self.plan
         for name, t in (("a", a), ("b", b)):
-            if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
+            if not tma_rows(t):
                 raise ValueError(f"tma=True needs {name} row-major with 16-byte aligned rows; got strides {t.stride()}")
         return (TensorDescriptor.from_tensor(a, [p.BLK_M, p.BLK_K]),
                 TensorDescriptor.from_tensor(b, [p.BLK_K, p.BLK_N]))

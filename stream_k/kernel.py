@@ -95,6 +95,27 @@ def store_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_F
 
 
 @triton.jit
+def store_tma_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                         heap_bases, cur_rank, world_size):
+    """EPILOGUE for C given as a tensor descriptor (blocks [BLK_M, BLK_N // 2]): the tile's two column halves go
+    through shared memory to the copy engine, which drops what lies past M and N, so C's rows need only be 16-byte
+    aligned (not a multiple of 16 elements, as the pointer store's vector width needs). With TILE_FLAGS, the
+    stores are waited for before the release, as in store_and_signal."""
+    BLK_M: tl.constexpr = acc.shape[0]
+    BLK_N: tl.constexpr = acc.shape[1]
+    halves = tl.permute(tl.reshape(acc.to(C.dtype), (BLK_M, 2, BLK_N // 2)), (0, 2, 1))
+    lo, hi = tl.split(halves)
+    row = tl.min(rm, axis=0)
+    col = tl.min(rn, axis=0)
+    C.store([row, col], lo)
+    C.store([row, col + BLK_N // 2], hi)
+    if TILE_FLAGS is not None:
+        wait_bulk_stores()
+        tl.debug_barrier()
+        tl.atomic_xchg(TILE_FLAGS + tile_id, epoch, sem="release", scope="gpu")
+
+
+@triton.jit
 def remap_xcd(pid, num_programs, NUM_XCDS: tl.constexpr):
     """Renumber pids so that consecutive logical pids run on one XCD (AMD dispatches round-robin).
 
@@ -317,7 +338,7 @@ def streamk_program(
     a_rows rows; before a work item reads A, the program waits (acquire, system scope) until
     A_READY[slot * cdiv(M, BLK_M) + pid_m] >= epoch for every slot that the tile's row block overlaps."""
     pid = remap_xcd(pid, num_programs, NUM_XCDS)
-    ACC_TYPE: tl.constexpr = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
+    ACC_TYPE: tl.constexpr = P.dtype.element_ty  # the workspace holds accumulators: fp32, or int32 for int8
     iters_per_tile = tl.cdiv(K, BLK_K)
     num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
     dp_tiles = num_tiles - sk_tiles
@@ -401,7 +422,7 @@ def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem,
     """Count a stored piece on its tile's arrival counter (release: the caller has made the piece's stores
     visible to the whole program); the last piece to arrive sums the tile's pieces and runs the EPILOGUE."""
     SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
-    ACC_TYPE: tl.constexpr = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
+    ACC_TYPE: tl.constexpr = P.dtype.element_ty
     aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
     pieces = _pieces_of(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)
     arrived = tl.atomic_add(LOCKS + tile_id, 1, sem="acq_rel", scope="gpu")
