@@ -19,8 +19,9 @@ and after the candidates. Three timings per row:
 - `graph_ms`: the same calls captured in one CUDA graph and replayed (no host launch cost at all).
 `roofline_ms` is max(FLOPs / peak, bytes / HBM bandwidth) with the device's datasheet peaks (stream_k.roofline);
 `pct_roofline` = roofline_ms / loop_ms. The bandwidth a plain read reaches on the device (torch.sum over 2 GiB, the
-median of 5) is measured once and written in the .meta.json (`read_tb_s`): the datasheet's is not reached. The summary gives, per candidate, the geomean of cuBLAS's back-to-back time
-over ours and the shapes below 0.95x; --png draws the ratio per shape and both % of roofline.
+median of 5) is measured once and written in the .meta.json (`read_tb_s`): the datasheet's is not reached. The
+summary gives, per candidate, the geomean of cuBLAS's back-to-back time over ours and the shapes below 0.95x; --png
+draws the ratio per shape and both % of roofline.
 """
 
 from __future__ import annotations
