@@ -41,6 +41,7 @@ from harness import runlog, sysinfo
 from harness.checks import ConfigError, OneLineParser
 from harness.dtypes import DATATYPES, random_inputs
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
+from stream_k.layout import padded_copy
 from stream_k.plan import MAX_SK_ROUNDS
 from stream_k.roofline import device_peaks, gemm_bytes, roofline_us
 
@@ -68,11 +69,12 @@ class GemmCandidate:
     schedule: str  # one of SCHEDULE_NAMES
     rounds: int = 1
     programs: int = 1  # programs per SM
+    padded: bool = False  # read copies of A and B with rows padded to 128 bytes (the copy not timed: a diagnosis)
 
     @property
     def name(self) -> str:
         return (f"{self.blk_m}x{self.blk_n}x{self.blk_k}/s{self.stages}/w{self.warps}/{self.schedule}"
-                f"/r{self.rounds}{f'/x{self.programs}' if self.programs > 1 else ''}")
+                f"/r{self.rounds}{f'/x{self.programs}' if self.programs > 1 else ''}{'/pad' if self.padded else ''}")
 
     def plan_args(self) -> dict[str, Any]:
         """StreamKGemm.create's schedule arguments."""
@@ -81,11 +83,14 @@ class GemmCandidate:
 
 
 def parse_candidate(text: str) -> GemmCandidate | str:
-    """`default`, or `BMxBNxBK/sS/wW/SCHEDULE[/rR][/xP]` (P programs per SM) -> GemmCandidate; ValueError with the
-    reason otherwise."""
+    """`default`, or `BMxBNxBK/sS/wW/SCHEDULE[/rR][/xP][/pad]` (P programs per SM; pad: on padded copies of A and
+    B, the copy not timed) -> GemmCandidate; ValueError with the reason otherwise."""
     if text == DEFAULT:
         return DEFAULT
     parts = text.split("/")
+    padded = parts[-1] == "pad"
+    if padded:
+        parts.pop()
     per_sm = 1
     if parts[-1][:1] == "x":
         if not (parts[-1][1:].isdigit() and 1 <= int(parts[-1][1:]) <= 4):
@@ -109,7 +114,7 @@ def parse_candidate(text: str) -> GemmCandidate | str:
             raise ValueError(f"rounds must be r1..r{MAX_SK_ROUNDS}; got {r!r}")
         rounds = int(r[1:])
     m, n, k = (int(d) for d in dims)
-    return GemmCandidate(m, n, k, int(parts[1][1:]), int(parts[2][1:]), parts[3], rounds, per_sm)
+    return GemmCandidate(m, n, k, int(parts[1][1:]), int(parts[2][1:]), parts[3], rounds, per_sm, padded)
 
 
 def candidate_name(cand: GemmCandidate | str) -> str:
@@ -354,7 +359,8 @@ def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: tor
         try:
             gemm = _make_gemm(cand, shape, dt, programs, tma, device)
             outs = [torch.empty((m, n), dtype=gemm.out_dtype, device=device) for _ in sets]
-            calls = [lambda g=gemm, a=a, b=b, c=c: g(a, b, c) for (a, b), c in zip(sets, outs)]
+            inputs = [(padded_copy(a), padded_copy(b)) if getattr(cand, "padded", False) else (a, b) for a, b in sets]
+            calls = [lambda g=gemm, a=a, b=b, c=c: g(a, b, c) for (a, b), c in zip(inputs, outs)]
             if outs[0].is_floating_point():
                 outs[0].fill_(float("nan"))  # poisoned: every element must be written
             calls[0]()

@@ -29,6 +29,12 @@ from stream_k.layout import tma_rows
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 
 _INT32_MAX = 2**31 - 1
+
+
+def c_store_columns(blk_m: int, blk_n: int, elem: int) -> int:
+    """Columns of the pieces store_tma_and_signal stores a tile in (its C descriptor's block width): 16 KiB pieces,
+    but no fewer columns than a quarter of the tile."""
+    return max(blk_n // 4, min(blk_n, 16384 // (blk_m * elem)))
 BOUND_LAUNCHES = 16  # buffer sets whose bound launch a StreamKGemm keeps
 
 
@@ -185,7 +191,7 @@ class StreamKGemm:
         if epilogue is None and cfg.tma and tma_rows(c):  # the copy engine stores C (any 16-byte aligned rows)
             from triton.tools.tensor_descriptor import TensorDescriptor
 
-            C = TensorDescriptor.from_tensor(c, [p.BLK_M, p.BLK_N // 2])
+            C = TensorDescriptor.from_tensor(c, [p.BLK_M, c_store_columns(p.BLK_M, p.BLK_N, c.element_size())])
             epilogue = store_tma_and_signal
         return {
             "A": A, "B": B, "C": C, "P": self.partials, "LOCKS": self.locks,

@@ -95,20 +95,38 @@ def store_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_F
 
 
 @triton.jit
+def _halves(x):
+    """The two column halves of a 2-D block."""
+    return tl.split(tl.permute(tl.reshape(x, (x.shape[0], 2, x.shape[1] // 2)), (0, 2, 1)))
+
+
+@triton.jit
 def store_tma_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                          heap_bases, cur_rank, world_size):
-    """EPILOGUE for C given as a tensor descriptor (blocks [BLK_M, BLK_N // 2]): the tile's two column halves go
-    through shared memory to the copy engine, which drops what lies past M and N, so C's rows need only be 16-byte
-    aligned (not a multiple of 16 elements, as the pointer store's vector width needs). With TILE_FLAGS, the
-    stores are waited for before the release, as in store_and_signal."""
-    BLK_M: tl.constexpr = acc.shape[0]
+    """EPILOGUE for C given as a tensor descriptor whose block is one, a half or a quarter of the tile's columns
+    (stream_k.gemm.c_store_columns: a 16 KiB piece or a quarter tile): the tile goes through shared memory to the
+    copy engine piece after piece, in one staging buffer small enough to sit beside the pipeline's, and the copy
+    engine drops what lies past M and N, so C's rows need only be 16-byte aligned. With TILE_FLAGS, the stores are
+    waited for before the release, as in store_and_signal."""
     BLK_N: tl.constexpr = acc.shape[1]
-    halves = tl.permute(tl.reshape(acc.to(C.dtype), (BLK_M, 2, BLK_N // 2)), (0, 2, 1))
-    lo, hi = tl.split(halves)
+    PIECE: tl.constexpr = C.block_shape[1]
     row = tl.min(rm, axis=0)
     col = tl.min(rn, axis=0)
-    C.store([row, col], lo)
-    C.store([row, col + BLK_N // 2], hi)
+    c = acc.to(C.dtype)
+    if PIECE == BLK_N:
+        C.store([row, col], c)
+    else:
+        a, b = _halves(c)
+        if PIECE == BLK_N // 2:
+            C.store([row, col], a)
+            C.store([row, col + PIECE], b)
+        else:
+            a0, a1 = _halves(a)
+            b0, b1 = _halves(b)
+            C.store([row, col], a0)
+            C.store([row, col + PIECE], a1)
+            C.store([row, col + 2 * PIECE], b0)
+            C.store([row, col + 3 * PIECE], b1)
     if TILE_FLAGS is not None:
         wait_bulk_stores()
         tl.debug_barrier()
