@@ -25,8 +25,9 @@ from stream_k.dtypes import DATATYPES as DTYPES
 from stream_k.dtypes import output_dtype
 from stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
 from stream_k.launch import BoundLaunch
-from stream_k.layout import tma_rows
+from stream_k.layout import padded_zeros, tma_rows
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
+from stream_k.select import choose_gemm
 
 _INT32_MAX = 2**31 - 1
 
@@ -124,22 +125,29 @@ class StreamKGemm:
         self.num_xcds = cfg.num_xcds if self.hip else 1
         self._compiled: Any = None
         self._p_desc: Any = None
+        self._stages: list[torch.Tensor | None] = [None, None]  # A's and B's staging buffers (rows not TMA-aligned)
+        self.staged_copies = 0
 
     @classmethod
     def create(cls, M: int, N: int, K: int, dtype: torch.dtype | str, num_programs: int | None = None, *,
                config: KernelConfig | None = None, schedule: str = AUTO_SCHEDULE, two_tiles: bool = True,
                sk_first: bool = False, sk_rounds: int = 1, device: torch.device | str | None = None,
                timeout_s: float = 10.0) -> StreamKGemm:
-        """Plan M x N x K over num_programs (default: every SM) with `config` (default: default_config); schedule
-        "auto" takes the cheaper of data-parallel and the one-tile hybrid (stream_k.plan)."""
+        """Plan M x N x K over num_programs (default: every SM). Without `config` the tile, TMA and (with schedule
+        "auto") the schedule are chosen for the shape (stream_k.select.choose_gemm); with one, `schedule` "auto"
+        takes the cheaper of data-parallel and the one-tile hybrid for that tile (stream_k.plan)."""
         name = dtype_name(dtype)
-        cfg = config if config is not None else default_config(name)
         dev = torch.device(device) if device is not None else default_device()
         programs = num_programs if num_programs is not None else default_num_programs(dev)
-        plan = plan_streamk(M, N, K, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, programs, gsize_m=cfg.gsize_m,
-                            two_tiles=two_tiles, schedule=schedule, sk_first=sk_first,
-                            sk_rounds=sk_rounds)
-        return cls(plan, name, cfg, device=dev, timeout_s=timeout_s)
+        if config is None:
+            fixed = {"schedule": schedule, "sk_first": sk_first, "sk_rounds": sk_rounds,
+                     "two_tiles": None if schedule == AUTO_SCHEDULE else two_tiles}
+            choice = choose_gemm(M, N, K, name, programs, current_arch(), sms=default_num_programs(dev),
+                                 fixed=fixed)
+            return cls(choice.plan, name, choice.config, device=dev, timeout_s=timeout_s)
+        plan = plan_streamk(M, N, K, config.BLK_M, config.BLK_N, config.BLK_K, programs, gsize_m=config.gsize_m,
+                            two_tiles=two_tiles, schedule=schedule, sk_first=sk_first, sk_rounds=sk_rounds)
+        return cls(plan, name, config, device=dev, timeout_s=timeout_s)
 
     # ---- launching ------------------------------------------------------------------------------
 
@@ -243,7 +251,15 @@ class StreamKGemm:
 
         The epoch is counted on the device (the class's docstring), so the launch may be captured in a CUDA graph
         and replayed. An explicit `epoch` is an argument of the launch instead: capturing such a call is refused
-        (RuntimeError), since every replay would reuse it."""
+        (RuntimeError), since every replay would reuse it.
+
+        With TMA on (the default on NVIDIA sm_90+), A and B are read in place when their rows are 16-byte aligned
+        (stream_k.layout.tma_rows: for bf16 / fp16, a row stride that is a multiple of 8 elements); otherwise each
+        is first copied into a staging buffer of this GEMM with padded rows (one device copy per call, counted in
+        `staged_copies`), and C is stored by the copy engine when its rows are 16-byte aligned, else by the
+        program's threads."""
+        if self.config.tma:
+            a, b = self._staged(a, 0), self._staged(b, 1)
         if epoch is not None:
             self._refuse_capture(stream)
             args = self.launch_args(a, b, c, tile_flags=tile_flags, gemm_trace=gemm_trace, epilogue=epilogue,
@@ -264,6 +280,18 @@ class StreamKGemm:
         if self._compiled is None and launch.compiled is not None:
             self._compiled = launch.compiled
         return c
+
+    def _staged(self, t: torch.Tensor, which: int) -> torch.Tensor:
+        """`t` itself when the copy engine can read its rows, else a copy in this GEMM's staging buffer (made once)."""
+        if tma_rows(t):
+            return t
+        stage = self._stages[which]
+        if stage is None or stage.shape != t.shape or stage.dtype != t.dtype or stage.device != t.device:
+            stage = padded_zeros(t.shape[0], t.shape[1], t.dtype, t.device)
+            self._stages[which] = stage
+        stage.copy_(t)
+        self.staged_copies += 1
+        return stage
 
     def _launch_for(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
                     gemm_trace: torch.Tensor | None, epilogue: Any, heap_bases: torch.Tensor | None, cur_rank: int,
@@ -320,6 +348,7 @@ class StreamKGemm:
         """Plan, config, epoch and the options that had no effect on this backend."""
         return {"plan": self.plan.as_dict(), "config": self.config.as_dict(), "dtype": self.dtype_name,
                 "device": str(self.device), "arch": current_arch(), "epoch": self.epoch,
+                "staged_copies": self.staged_copies,
                 "timeout_s": self.timeout_s, "max_spins": self.max_spins, "timer_kind": self.timer_kind,
                 "unused_options": list(self.unused_options)}
 
@@ -330,12 +359,15 @@ _CACHE: dict[tuple, StreamKGemm] = {}
 def matmul(a: torch.Tensor, b: torch.Tensor, num_programs: int | None = None, *,
            schedule: str = AUTO_SCHEDULE, two_tiles: bool = True, config: KernelConfig | None = None,
            **cfg: Any) -> torch.Tensor:
-    """C = A @ B with the Stream-K kernel (new output tensor). `cfg` overrides fields of the default config."""
+    """C = A @ B with the Stream-K kernel (new output tensor). Without `config` or `cfg` the GEMM is chosen for the
+    shape (StreamKGemm.create); `cfg` overrides fields of `config` (default: the arch's default config)."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs a (M, K) and b (K, N); got {tuple(a.shape)} and {tuple(b.shape)}")
     name = dtype_name(a.dtype)
-    base = config if config is not None else default_config(name)
-    conf = base.replace(**cfg) if cfg else base
+    conf = None
+    if config is not None or cfg:
+        base = config if config is not None else default_config(name)
+        conf = base.replace(**cfg) if cfg else base
     M, K = a.shape
     N = b.shape[1]
     programs = num_programs if num_programs is not None else default_num_programs(a.device)
