@@ -22,8 +22,18 @@ its device work): a peer that gives up later is not seen.
 `peek()` is the cheap test between steps: it never waits for the device or for peers. On the CPU it
 reads the word; on a GPU it returns what the last finished copy of the words (on a side stream, into
 pinned memory, concurrent with running kernels) held, and starts the next copy, so it lags by one call.
-A non-zero result means some rank gave up: stop launching and call `check(shmem)` to raise on every rank.
 Do not call it while the current stream is being captured into a CUDA graph.
+
+Between back-to-back steps, where a peer may hang (stopped, or dead without its launcher noticing):
+
+    for i in range(iters):
+        op(a, b)                       # the step's kernels pass state.words as their error words
+        if state.peek():               # some rank gave up: do not launch more
+            state.check()              # raises CollectiveError here, without meeting the (maybe hung) peers
+    state.check(shmem)                 # after the loop: every rank decides alike
+
+Every rank's word is set by the rank that gave up, so every live rank stops within about one wait timeout
+of the failure (queued steps drain at once: their waits see the word), and run_main's abort ends the job.
 """
 
 from __future__ import annotations
@@ -106,9 +116,15 @@ class ErrorState:
         """Raise CollectiveError if a wait gave up. With `shmem`, first drain this rank's device work and meet
         every rank (bounded by IRIS_OPS_TIMEOUT_S), so every rank decides alike. `timeout_s`, when given, is
         the wait's limit, named in the message. The words stay set until reset()."""
-        if shmem is not None:
-            shmem.barrier()
         code, origin = self.failed()
+        if shmem is not None:
+            try:
+                shmem.barrier()
+            except TimeoutError:  # a peer hangs: what this rank already knows is the better message
+                if code:
+                    raise CollectiveError(self.rank, code, origin, timeout_s) from None
+                raise
+            code, origin = self.failed()
         if code:
             raise CollectiveError(self.rank, code, origin, timeout_s)
 

@@ -485,7 +485,9 @@ class Iris:
 
 
 def iris(heap_size: int = 1 << 30, backend: str | None = None) -> Iris:
-    """Create this rank's symmetric heap; every rank must call it with the same heap_size."""
+    """Create this rank's symmetric heap; every rank must call it with the same heap_size. If any rank cannot
+    have its heap (no room in the shm folder or on the GPU), every rank raises HeapReserveError (a MemoryError,
+    one line naming the bytes asked for and free) and none keeps a heap."""
     return Iris(heap_size, backend=backend)
 
 

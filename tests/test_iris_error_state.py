@@ -119,3 +119,17 @@ def test_device_functions_compile_for_gpus(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["ptx", "True", "amdgcn", "True"], out.stdout
+
+
+def test_a_stopped_peer_ends_back_to_back_steps_within_one_wait(tmp_path: Path) -> None:
+    """Rank 1 stops (SIGSTOP) before step 3 of 50; rank 0's wait gives up once (2 s), its peek between steps sees
+    the error, check() raises without meeting the stopped peer, and the job ends (rank 1 killed by mpirun)."""
+    folder = tmp_path / "shm"
+    result = run_mpi(2, MPI_DIR / "error_state_hang.py", "50", "2", timeout=240, check=False,
+                     env={**shm_env(folder), "IRIS_OPS_TIMEOUT_S": "60"})
+    out = result.stdout
+    assert not result.timed_out and result.returncode != 0, out
+    assert result.elapsed_s < 60, f"took {result.elapsed_s:.0f} s:\n{out}"  # not 48 more 2-s give-ups, nor 60 s
+    assert "error_state_hang: rank 0: CollectiveError: rank 0 gave up after ~2 s" in out, out
+    assert "STEP rank 0 3" not in out and "Traceback" not in out
+    assert leftovers(folder) == []
