@@ -84,12 +84,14 @@ def _refuse(prog: str, exc: BaseException) -> int:
     return EXIT_BAD_INPUT if rank == 0 else wait_for_launcher(EXIT_BAD_INPUT)
 
 
-def run_main(main: Callable[[], int | None], prog: str) -> int:
-    """Run `main` and return the exit code for sys.exit, turning failures into one line each (see the module)."""
+def run_main(main: Callable[[], int | None], prog: str,
+             refusals: tuple[type[BaseException], ...] = ()) -> int:
+    """Run `main` and return the exit code for sys.exit, turning failures into one line each (see the module).
+    `refusals`: more exception types to treat as ConfigError is treated (a layer's own bad-input error)."""
     try:
         code = main()
         return 0 if code is None else int(code)
-    except (ConfigError, HeapReserveError) as exc:
+    except (ConfigError, HeapReserveError, *refusals) as exc:
         return _refuse(prog, exc)
     except KeyboardInterrupt:
         boot = started()

@@ -10,10 +10,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env
+
+from iris_ops.entry import run_main
+from iris_ops.errors import ConfigError, HeapReserveError
 
 ENTRY = MPI_DIR / "entry_cases.py"
 PROG = "entry_cases"
@@ -50,6 +54,42 @@ def _torchrun(tmp_path: Path, *args: str, timeout: float = 120, **extra: str) ->
 def _needs_cpu_ranks() -> None:
     if on_gpu():
         pytest.skip("these launches start 2 ranks on the CPU backend")
+
+
+# -- in this process (a world of one) ----------------------------------------------------------------------------
+def _raise(exc: BaseException) -> Callable[[], int]:
+    def main() -> int:
+        raise exc
+
+    return main
+
+
+@pytest.mark.parametrize(("main", "code", "line"), [
+    (lambda: None, 0, None),
+    (lambda: 3, 3, None),
+    (_raise(ConfigError("--size", "must be an integer")), 2, "prog: error: --size: must be an integer"),
+    (_raise(HeapReserveError("cannot reserve the symmetric heap: 1 B")), 2,
+     "prog: error: cannot reserve the symmetric heap: 1 B"),
+    (_raise(KeyboardInterrupt()), 130, "prog: rank 0: interrupted"),
+    (_raise(TimeoutError("rank 0: barrier did not complete\nmore")), 1,
+     "prog: rank 0: TimeoutError: barrier did not complete"),
+    (_raise(RuntimeError()), 1, "prog: rank 0: RuntimeError"),
+])
+def test_run_main_in_one_process(main: Callable[[], int | None], code: int, line: str | None,
+                                 capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "RANK", "WORLD_SIZE", "PMIX_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert run_main(main, "prog") == code
+    err = capsys.readouterr().err
+    assert err.splitlines() == ([line] if line else []), err
+
+
+def test_run_main_takes_a_layers_own_refusal(capsys: pytest.CaptureFixture[str]) -> None:
+    class FlagError(ValueError):
+        pass
+
+    assert run_main(_raise(FlagError("--m: bad")), "prog", refusals=(FlagError,)) == 2
+    assert capsys.readouterr().err == "prog: error: --m: bad\n"
 
 
 # -- mpirun ------------------------------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from iris_ops.env import BACKEND_ENV, BACKENDS, backend_from_env
 __all__ = ["BACKENDS", "HeapBackend", "choose_backend", "make_backend"]
 
 
-
 class HeapBackend(Protocol):
     name: str
     device: torch.device

@@ -38,8 +38,6 @@ def check(result: Any, what: str) -> Any:
     return rest[0] if len(rest) == 1 else rest
 
 
-
-
 def shared_gpu_index(local_rank: int) -> int:
     """The GPU of a local rank: its own, or with STREAMK_PGAS_SHARE_GPU=1 (a correctness test of the multi-rank
     protocol on a machine with fewer GPUs than ranks: the ranks' kernels time-slice one GPU, so never time
