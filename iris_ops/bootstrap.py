@@ -36,7 +36,7 @@ from iris_ops.env import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, MIN_TIMEOUT_S, TIMEOU
 
 __all__ = ["DEFAULT_TIMEOUT_S", "MAX_TIMEOUT_S", "MIN_TIMEOUT_S", "TIMEOUT_ENV", "Bootstrap", "get_bootstrap",
            "launched_by", "launcher_rank", "launcher_world_size", "register_cleanup", "run_cleanups", "started",
-           "startup_watchdog", "timeout_from_env", "unregister_cleanup"]
+           "startup_failure", "startup_watchdog", "timeout_from_env", "unregister_cleanup"]
 
 _RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID", "RANK")
 
@@ -244,7 +244,7 @@ class _TorchRun(Bootstrap):
             # A gloo group of our own, so a user's NCCL default group is never used for the exchange.
             self.group = dist.new_group(backend="gloo")
         except (RuntimeError, TimeoutError, ValueError) as exc:  # torch's DistError family: store timeouts, refusals
-            raise TimeoutError(_startup_failure(self.rank, "torch.distributed start-up", timeout_s, exc)) from None
+            raise TimeoutError(startup_failure(self.rank, "torch.distributed start-up", timeout_s, exc)) from None
         self.launcher = "torchrun"
 
     def barrier(self, timeout_s: float | None = None) -> None:
@@ -283,10 +283,12 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
-def _startup_failure(rank: int, what: str, timeout_s: float, exc: BaseException) -> str:
-    """The one line for a start-up that failed: the project's words, then torch's first line as the cause."""
+def startup_failure(rank: int, what: str, timeout_s: float, exc: BaseException,
+                    limit_set_by: str = TIMEOUT_ENV) -> str:
+    """The one line for a start-up that failed (e.g. torch's DistStoreError from init_process_group): the
+    project's words, then the cause's first line."""
     return (f"rank {rank}: {what} did not complete within {timeout_s:g} s: another rank died or never started "
-            f"({TIMEOUT_ENV} sets the limit; {_first_line(exc)})")
+            f"({limit_set_by} sets the limit; {_first_line(exc)})")
 
 
 _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
