@@ -9,12 +9,18 @@ Host helpers as Iris has them: do_bench, memset_tensor, logger, set_logger_level
 
 Backends: CUDA IPC (NVIDIA), HIP IPC (AMD), POSIX shared memory (CPU, with TRITON_INTERPRET=1), torch
 symmetric memory (IRIS_OPS_BACKEND=symm, NVIDIA; never chosen automatically).
+
+Beyond Iris: a step's collective error state (record_error_all, wait_or_error, wait_local_or_error on the
+device; ErrorState, CollectiveError on the host: iris_ops.error_state); the environment variables and their
+check (iris_ops.env.check, ConfigError); HeapReserveError for a heap that cannot be had (every rank raises
+it); how a command-line entry ends (iris_ops.entry.run_main); `python -m iris_ops.torchrun`.
 """
 
 from iris_ops.device import (
     ERR_PEER_READY,
     ERR_STREAMK_FIXUP,
     ERR_TILE_READY,
+    ERROR_WORDS,
     TIMER_GLOBALTIMER,
     TIMER_LOGICAL,
     TIMER_MEMREALTIME,
@@ -36,12 +42,17 @@ from iris_ops.device import (
     put,
     read_timer,
     record_error,
+    record_error_all,
     spin_budget,
     store,
     translate,
     wait,
     wait_local,
+    wait_local_or_error,
+    wait_or_error,
 )
+from iris_ops.error_state import CollectiveError, ErrorState
+from iris_ops.errors import ConfigError, HeapReserveError
 from iris_ops.heap import (
     DEBUG,
     ERROR,
@@ -59,6 +70,7 @@ from iris_ops.heap import (
 __all__ = [
     "DEBUG",
     "ERROR",
+    "ERROR_WORDS",
     "ERR_PEER_READY",
     "ERR_STREAMK_FIXUP",
     "ERR_TILE_READY",
@@ -67,7 +79,11 @@ __all__ = [
     "TIMER_LOGICAL",
     "TIMER_MEMREALTIME",
     "WARNING",
+    "CollectiveError",
+    "ConfigError",
+    "ErrorState",
     "HeapPlacementError",
+    "HeapReserveError",
     "Iris",
     "atomic_add",
     "atomic_and",
@@ -91,10 +107,13 @@ __all__ = [
     "put",
     "read_timer",
     "record_error",
+    "record_error_all",
     "set_logger_level",
     "spin_budget",
     "store",
     "translate",
     "wait",
     "wait_local",
+    "wait_local_or_error",
+    "wait_or_error",
 ]

@@ -11,9 +11,9 @@ Start-up is bounded too. MPI_Init waits for every rank of the job, so a rank tha
 mpi4py holds the GIL there, so no Python thread can time it out. `_Mpi` therefore starts a small
 watchdog process first: if MPI start-up (MPI_Init and the first collective) has not finished within
 the timeout, it prints one line and terminates this rank (SIGTERM, then SIGKILL), which makes mpirun
-end the job with a non-zero exit code. The timeout is IRIS_OPS_TIMEOUT_S (seconds, default 120);
-`timeout_from_env` refuses a value that is not a finite number > 0 with a ValueError naming it (start-up
-itself falls back to the default, so that the ranks can refuse the value together once started).
+end the job with a non-zero exit code. The timeout is IRIS_OPS_TIMEOUT_S (iris_ops.env: seconds,
+default 120, at least 5); `timeout_from_env` refuses a value out of range with a ValueError naming it
+(start-up itself falls back to the default, so that the ranks can refuse the value together once started).
 
 Under MPI an exception that no one catches, on any rank, aborts the whole job (as
 `python -m mpi4py` does) after running the cleanups registered with `register_cleanup` (the shm
@@ -24,7 +24,6 @@ MPI_Finalize at exit while its peers wait for it. IRIS_OPS_ABORT_ON_ERROR=0 turn
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import subprocess
 import sys
@@ -33,28 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-TIMEOUT_ENV = "IRIS_OPS_TIMEOUT_S"
-DEFAULT_TIMEOUT_S = 120.0  # when IRIS_OPS_TIMEOUT_S is not set
-MAX_TIMEOUT_S = 86400.0
+from iris_ops.env import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, MIN_TIMEOUT_S, TIMEOUT_ENV, abort_on_error, timeout_from_env
 
-
-def timeout_from_env(fallback: float | None = None) -> float:
-    """IRIS_OPS_TIMEOUT_S in seconds (DEFAULT_TIMEOUT_S when unset); for anything but a finite number in
-    (0, MAX_TIMEOUT_S], a ValueError naming the variable, or `fallback` when one is given (start-up
-    uses the default, so that the ranks can start and refuse the value together)."""
-    text = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not text:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
-        if fallback is not None:
-            return fallback
-        raise ValueError(f"{TIMEOUT_ENV}: must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], got {text!r}")
-    return value
-
+__all__ = ["DEFAULT_TIMEOUT_S", "MAX_TIMEOUT_S", "MIN_TIMEOUT_S", "TIMEOUT_ENV", "Bootstrap", "get_bootstrap",
+           "launched_by", "launcher_rank", "launcher_world_size", "register_cleanup", "run_cleanups", "started",
+           "startup_failure", "startup_watchdog", "timeout_from_env", "unregister_cleanup"]
 
 _RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID", "RANK")
 
@@ -66,6 +48,17 @@ def launcher_rank() -> int:
         with contextlib.suppress(KeyError, ValueError):
             return int(os.environ[key])
     return 0
+
+
+_SIZE_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE")
+
+
+def launcher_world_size() -> int:
+    """The number of ranks the launcher announced in the environment (1 without a launcher)."""
+    for key in _SIZE_ENV:
+        with contextlib.suppress(KeyError, ValueError):
+            return int(os.environ[key])
+    return 1
 
 
 # The watchdog process: waits on a pipe that the rank closes once start-up is done (or that closes
@@ -172,7 +165,7 @@ class _Mpi(Bootstrap):
             self.local_size = node.Get_size()
             node.Free()
         self.launcher = "mpi"
-        if self.world_size > 1 and os.environ.get("IRIS_OPS_ABORT_ON_ERROR", "1") != "0":
+        if self.world_size > 1 and abort_on_error():
             self._install_excepthook()
 
     def _install_excepthook(self) -> None:
@@ -243,21 +236,28 @@ class _TorchRun(Bootstrap):
         self.world_size = int(os.environ["WORLD_SIZE"])
         self.local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
         self.local_size = int(os.environ.get("LOCAL_WORLD_SIZE", self.world_size))
-        if not dist.is_initialized():
-            dist.init_process_group(
-                "gloo", rank=self.rank, world_size=self.world_size,
-                timeout=datetime.timedelta(seconds=timeout_from_env(fallback=DEFAULT_TIMEOUT_S)),
-            )
-        # A gloo group of our own, so a user's NCCL default group is never used for the exchange.
-        self.group = dist.new_group(backend="gloo")
+        timeout_s = timeout_from_env(fallback=DEFAULT_TIMEOUT_S)
+        try:
+            if not dist.is_initialized():
+                dist.init_process_group("gloo", rank=self.rank, world_size=self.world_size,
+                                        timeout=datetime.timedelta(seconds=timeout_s))
+            # A gloo group of our own, so a user's NCCL default group is never used for the exchange.
+            self.group = dist.new_group(backend="gloo")
+        except (RuntimeError, TimeoutError, ValueError) as exc:  # torch's DistError family: store timeouts, refusals
+            raise TimeoutError(startup_failure(self.rank, "torch.distributed start-up", timeout_s, exc)) from None
         self.launcher = "torchrun"
 
     def barrier(self, timeout_s: float | None = None) -> None:
         import datetime
 
-        self.dist.monitored_barrier(
-            group=self.group, timeout=datetime.timedelta(seconds=timeout_s or timeout_from_env())
-        )
+        timeout_s = timeout_s or timeout_from_env()
+        try:
+            self.dist.monitored_barrier(group=self.group, timeout=datetime.timedelta(seconds=timeout_s))
+        except RuntimeError as exc:  # gloo's timeout, or a peer that closed its connection
+            raise TimeoutError(
+                f"rank {self.rank}: barrier did not complete within {timeout_s:g} s: another rank died or never "
+                f"arrived ({TIMEOUT_ENV} sets the limit; {_first_line(exc)})"
+            ) from None
 
     def allgather(self, obj: Any, timeout_s: float | None = None) -> list[Any]:
         self.barrier(timeout_s)
@@ -278,6 +278,19 @@ class _TorchRun(Bootstrap):
         os._exit(code)
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def startup_failure(rank: int, what: str, timeout_s: float, exc: BaseException,
+                    limit_set_by: str = TIMEOUT_ENV) -> str:
+    """The one line for a start-up that failed (e.g. torch's DistStoreError from init_process_group): the
+    project's words, then the cause's first line."""
+    return (f"rank {rank}: {what} did not complete within {timeout_s:g} s: another rank died or never started "
+            f"({limit_set_by} sets the limit; {_first_line(exc)})")
+
+
 _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
 _cached: Bootstrap | None = None
 
@@ -289,6 +302,11 @@ def launched_by() -> str:
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         return "torchrun"
     return "single"
+
+
+def started() -> Bootstrap | None:
+    """The process's world if get_bootstrap has made it, else None (nothing is started)."""
+    return _cached
 
 
 def get_bootstrap() -> Bootstrap:

@@ -18,6 +18,8 @@ this process). Added here, beyond Iris:
     notify_add(flag_ptr, inc, from_rank, to_rank, heap_bases, scope)    release-add to a counter
     wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope) -> reached (bool)
     read_timer(clock_ptr, KIND)                                         per-tile timestamps
+    record_error_all(error_ptr, kind, tile, cur_rank, heap_bases, world_size)   the error on every rank
+    wait_or_error(..., max_spins, error_ptr, scope), wait_local_or_error(...)   waits that stop on it
 
 `wait` spins on acquire loads (no read-modify-write in the loop) until the flag is >= value and
 gives up after `max_spins` polls, returning False: a caller records the timeout in an error word
@@ -290,6 +292,66 @@ def decode_error(code: int) -> str:
 def record_error(error_ptr, kind, tile_id):
     """Keep the first error (kind, tile) in the int32 word at error_ptr for the host to raise."""
     tl.atomic_cas(error_ptr, 0, kind * 16777216 + tile_id + 1, sem="relaxed", scope="gpu")
+
+
+# The collective error state: ERROR_WORDS int32 words on the symmetric heap, at the same offset on every
+# rank: [0] the first error's code (as record_error writes it), [1] 1 + the rank that recorded it (0 when
+# unknown: written by record_error, or not yet visible). record_error_all writes the error into every rank's
+# words, so every rank's host check raises, and the waits below give up at once on any rank once its word
+# is set: a step that failed anywhere fails everywhere within one timeout, and steps queued behind it
+# drain without waiting. The host side is iris_ops.error_state.
+ERROR_WORDS = 2
+
+
+@triton.jit
+def record_error_all(error_ptr, kind, tile_id, cur_rank, heap_bases, world_size):
+    """Record the error (kind, tile) in every rank's error words (error_ptr: this rank's copy, on the heap).
+
+    Each rank's word keeps the first error it received (compare-and-swap from 0, system scope, so peers'
+    GPUs and hosts see it); where this call's error is the first, the origin word gets 1 + cur_rank.
+    The caller's own word is written first. Returns nothing; safe to call from many programs at once.
+    """
+    code = kind * 16777216 + tile_id + 1
+    for i in range(0, world_size):
+        target = (cur_rank + i) % world_size
+        word = translate(error_ptr, cur_rank, target, heap_bases)
+        old = tl.atomic_cas(word, 0, code, sem="release", scope="sys")
+        if old == 0:
+            tl.atomic_xchg(word + 1, cur_rank + 1, sem="release", scope="sys")
+
+
+@triton.jit
+def wait_or_error(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, error_ptr,
+                  scope: tl.constexpr = None):
+    """`wait` that also gives up as soon as this rank's error word (error_ptr, in the caller's own heap) is
+    non-zero, i.e. once any rank recorded an error with record_error_all. True only if the flag was reached:
+    on False the caller records its own error (record_error_all keeps the first one) and moves on."""
+    ptr = translate(flag_ptr, cur_rank, flag_rank, heap_bases)
+    spins = 0
+    seen = _acquire_load(ptr, scope)
+    err = tl.load(error_ptr, volatile=True)
+    while (seen < value) & (spins < max_spins) & (err == 0):
+        seen = _acquire_load(ptr, scope)
+        err = tl.load(error_ptr, volatile=True)
+        spins += 1
+    if _ARCH != 1:
+        seen = _acquire_rmw(ptr, scope)
+    return seen >= value
+
+
+@triton.jit
+def wait_local_or_error(flag_ptr, value, max_spins, error_ptr, scope: tl.constexpr = None):
+    """`wait_local` (a flag in the caller's own memory) that also gives up once the error word is non-zero."""
+    spins = 0
+    seen = _acquire_load(flag_ptr, scope)
+    err = tl.load(error_ptr, volatile=True)
+    while (seen < value) & (spins < max_spins) & (err == 0):
+        seen = _acquire_load(flag_ptr, scope)
+        err = tl.load(error_ptr, volatile=True)
+        spins += 1
+    if _ARCH != 1:
+        seen = _acquire_rmw(flag_ptr, scope)
+    return seen >= value
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,6 +14,10 @@ leaves (`wait=False`: stamp only). benchmark.py uses the stamp as each rank's ti
 timelines: the ranks leave the barrier at nearly the same instant, while their GPUs' clocks may
 disagree by far more than that (stamps compare within one GPU, not across GPUs). A wait that
 outlives `timeout_s` records an error instead of hanging; `check()` raises it.
+
+With `errors` (an iris_ops.error_state.ErrorState, the step's collective error words) a wait that gives
+up records the error on every rank, and the barrier's waits give up at once once any rank has recorded
+one: a barrier between back-to-back steps then costs no timeout of its own after a failed step.
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ from iris_ops.device import (
     notify,
     read_timer,
     record_error,
+    record_error_all,
     spin_budget,
     wait_local,
+    wait_local_or_error,
 )
 
 _ERR_PEER: tl.constexpr = tl.constexpr(ERR_PEER_READY)
@@ -41,13 +47,18 @@ _ERR_PEER: tl.constexpr = tl.constexpr(ERR_PEER_READY)
 
 @triton.jit(do_not_specialize=["epoch", "max_spins", "slot"])
 def device_barrier_kernel(FLAGS, epoch, heap_bases, cur_rank, world_size: tl.constexpr, max_spins, ERRORS,
-                          STAMPS, slot, CLOCK, WAIT: tl.constexpr, TIMER: tl.constexpr):
+                          STAMPS, slot, CLOCK, WAIT: tl.constexpr, TIMER: tl.constexpr,
+                          COLLECTIVE: tl.constexpr = False):
     if WAIT:
         for p in tl.static_range(world_size):
             notify(FLAGS + cur_rank, epoch, cur_rank, p, heap_bases, "sys")
         for p in tl.static_range(world_size):
-            if not wait_local(FLAGS + p, epoch, max_spins, "sys"):
-                record_error(ERRORS, _ERR_PEER.value, p)
+            if COLLECTIVE:
+                if not wait_local_or_error(FLAGS + p, epoch, max_spins, ERRORS, "sys"):
+                    record_error_all(ERRORS, _ERR_PEER.value, p, cur_rank, heap_bases, world_size)
+            else:
+                if not wait_local(FLAGS + p, epoch, max_spins, "sys"):
+                    record_error(ERRORS, _ERR_PEER.value, p)
     if STAMPS is not None:
         tl.store(STAMPS + slot, read_timer(CLOCK, TIMER))
 
@@ -55,13 +66,14 @@ def device_barrier_kernel(FLAGS, epoch, heap_bases, cur_rank, world_size: tl.con
 class DeviceBarrier:
     """World-size int32 flags on the heap, an error word, and optional exit timestamps."""
 
-    def __init__(self, shmem: Any, timeout_s: float = 30.0, max_stamps: int = 0) -> None:
+    def __init__(self, shmem: Any, timeout_s: float = 30.0, max_stamps: int = 0, errors: Any = None) -> None:
         self.shmem = shmem
         self.rank = shmem.get_rank()
         self.world = shmem.get_num_ranks()
         device = shmem.get_device()
         self.flags = shmem.zeros(self.world, dtype=torch.int32)
-        self.errors = torch.zeros(1, dtype=torch.int32, device=device)
+        self.error_state = errors  # an ErrorState: the collective words, or None: a local word of its own
+        self.errors = errors.words if errors is not None else torch.zeros(1, dtype=torch.int32, device=device)
         self.clock = torch.zeros(1, dtype=torch.int64, device=device)
         self.stamps = torch.zeros(max(1, max_stamps), dtype=torch.int64, device=device)
         self.max_spins = spin_budget(timeout_s)
@@ -77,11 +89,15 @@ class DeviceBarrier:
         device_barrier_kernel[(1,)](
             self.flags, self.epoch, self.shmem.get_heap_bases(), self.rank, self.world, self.max_spins, self.errors,
             self.stamps if slot is not None else None, slot or 0, self.clock,
-            WAIT=wait, TIMER=default_timer_kind(), num_warps=1,
+            WAIT=wait, TIMER=default_timer_kind(), COLLECTIVE=self.error_state is not None, num_warps=1,
         )
 
     def check(self) -> None:
-        """Raise if a barrier wait timed out (its 'tile' is the rank that never arrived)."""
+        """Raise if a barrier wait timed out (its 'tile' is the rank that never arrived); with `errors`, the
+        ErrorState's CollectiveError if any rank recorded an error (the words stay set until its reset)."""
+        if self.error_state is not None:
+            self.error_state.check(timeout_s=self.timeout_s)
+            return
         code = int(self.errors.item())
         if code:
             self.errors.zero_()

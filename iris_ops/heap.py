@@ -30,6 +30,8 @@ import triton.language as tl
 
 from iris_ops.backends import HeapBackend, choose_backend, make_backend
 from iris_ops.bootstrap import Bootstrap, get_bootstrap, launched_by, timeout_from_env
+from iris_ops.env import share_gpu
+from iris_ops.errors import HeapReserveError
 
 ALIGNMENT = 1024
 
@@ -114,7 +116,7 @@ class Iris:
         self.comm = getattr(self.bootstrap, "comm", None)  # Iris's MPI communicator (None without mpirun)
         if self.backend_name != "shm":
             n_gpus = torch.cuda.device_count()
-            if self.bootstrap.local_size > n_gpus and os.environ.get("STREAMK_PGAS_SHARE_GPU") != "1":
+            if self.bootstrap.local_size > n_gpus and not share_gpu():
                 raise RuntimeError(
                     f"{self.bootstrap.local_size} ranks on this node but only {n_gpus} GPU(s): "
                     "start at most one rank per GPU"
@@ -128,7 +130,7 @@ class Iris:
         self.heap_size = heap_size
         self.heap_offset = 0
         self.alignment = ALIGNMENT
-        self.memory_pool = self._backend.allocate(heap_size)
+        self.memory_pool = self._allocate_everywhere(heap_size)
 
         handles = self.bootstrap.allgather(self._backend.export())
         bases = []
@@ -142,6 +144,33 @@ class Iris:
         self._heap_bases_host = list(bases)
         self.heap_bases = torch.tensor(bases, dtype=torch.int64, device=self.device)
         self.debug(f"heap of {heap_size} B on {self.backend_name}; bases {[hex(b) for b in bases]}")
+
+    def _allocate_everywhere(self, heap_size: int) -> torch.Tensor:
+        """This rank's heap, or on every rank the same error when any rank could not have its heap: a rank
+        that failed alone would leave its peers waiting for its handle. Out of memory (a heap file whose
+        space cannot be reserved, a GPU without room) -> HeapReserveError (a MemoryError) with the failing
+        rank's line; anything else -> RuntimeError naming the rank (the failing rank re-raises its own)."""
+        failure: tuple[bool, str] | None = None
+        pool = None
+        try:
+            pool = self._backend.allocate(heap_size)
+        except Exception as exc:
+            own = exc
+            out_of_memory = isinstance(exc, (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError)))
+            failure = (out_of_memory, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        failures = self.bootstrap.allgather(failure)
+        failed = [(rank, f) for rank, f in enumerate(failures) if f is not None]
+        if not failed:
+            return pool
+        self._backend.close()  # nobody maps a heap of this world: remove this rank's file / memory now
+        if failure is not None:
+            if failure[0] and not isinstance(own, HeapReserveError):
+                raise HeapReserveError(failure[1]) from own
+            raise own
+        rank, (out_of_memory, line) = failed[0]
+        if out_of_memory:
+            raise HeapReserveError(f"rank {rank}: {line}")
+        raise RuntimeError(f"rank {rank} could not create its symmetric heap: {line}")
 
     # -- logging (Iris has both families) ----------------------------------------------------------
     def _log_with_rank(self, level: int, message: str) -> None:
@@ -456,7 +485,9 @@ class Iris:
 
 
 def iris(heap_size: int = 1 << 30, backend: str | None = None) -> Iris:
-    """Create this rank's symmetric heap; every rank must call it with the same heap_size."""
+    """Create this rank's symmetric heap; every rank must call it with the same heap_size. If any rank cannot
+    have its heap (no room in the shm folder or on the GPU), every rank raises HeapReserveError (a MemoryError,
+    one line naming the bytes asked for and free) and none keeps a heap."""
     return Iris(heap_size, backend=backend)
 
 

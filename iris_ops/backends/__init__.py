@@ -17,7 +17,9 @@ from typing import Any, Protocol
 
 import torch
 
-BACKENDS = ("shm", "cuda", "hip", "symm")
+from iris_ops.env import BACKEND_ENV, BACKENDS, backend_from_env
+
+__all__ = ["BACKENDS", "HeapBackend", "choose_backend", "make_backend"]
 
 
 class HeapBackend(Protocol):
@@ -41,13 +43,13 @@ class HeapBackend(Protocol):
 
 
 def choose_backend(requested: str | None = None) -> str:
-    name = (requested or os.environ.get("IRIS_OPS_BACKEND") or "auto").lower()
+    name = requested.lower() if requested else backend_from_env()
     if name == "auto":
         if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
             return "shm"
         return "hip" if getattr(torch.version, "hip", None) else "cuda"
     if name not in BACKENDS:
-        raise ValueError(f"IRIS_OPS_BACKEND / backend must be one of auto, {', '.join(BACKENDS)}; got {name!r}")
+        raise ValueError(f"{BACKEND_ENV} / backend must be one of auto, {', '.join(BACKENDS)}; got {name!r}")
     return name
 
 

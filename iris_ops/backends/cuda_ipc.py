@@ -7,10 +7,12 @@ so the handle travels with the heap's offset inside that allocation. A peer open
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import torch
+
+from iris_ops.env import SHARE_GPU_ENV as SHARE_GPU_ENV  # benchmark.py names the variable in its error
+from iris_ops.env import share_gpu
 
 
 def cuda_modules() -> tuple[Any, Any]:
@@ -36,14 +38,11 @@ def check(result: Any, what: str) -> Any:
     return rest[0] if len(rest) == 1 else rest
 
 
-SHARE_GPU_ENV = "STREAMK_PGAS_SHARE_GPU"
-
-
 def shared_gpu_index(local_rank: int) -> int:
     """The GPU of a local rank: its own, or with STREAMK_PGAS_SHARE_GPU=1 (a correctness test of the multi-rank
     protocol on a machine with fewer GPUs than ranks: the ranks' kernels time-slice one GPU, so never time
     it) local_rank modulo the GPUs there are."""
-    if os.environ.get(SHARE_GPU_ENV) == "1":
+    if share_gpu():
         return local_rank % max(1, torch.cuda.device_count())
     return local_rank
 

@@ -5,8 +5,11 @@ processes and pointer translation is exercised for real; Triton's interpreter th
 stores and does atomics on the peers' pages directly.
 
 A heap larger than the free space of SHM_DIR is refused (MemoryError with the sizes) before its
-file is made: the file is sparse, so it would otherwise fail later with SIGBUS on the first page
-that does not fit.
+file is made, and the file's space is reserved when it is made (posix_fallocate): a file that only
+grew when written would fail later with SIGBUS on the first page that does not fit, e.g. when two
+jobs that passed the free-space check together fill the folder. A reservation that fails removes the
+file and raises HeapReserveError (a MemoryError) naming the bytes asked for, the free bytes and the
+folder; Iris turns one rank's failure into the same error on every rank.
 
 Cleanup: a rank removes its own file once every rank has mapped it (the mappings stay valid).
 If a run fails before that, the file is removed at exit, on SIGTERM/SIGINT, or before the process
@@ -18,17 +21,22 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import mmap
 import os
+import random
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from iris_ops.bootstrap import register_cleanup, unregister_cleanup
+from iris_ops.env import shm_dir
+from iris_ops.errors import HeapReserveError
 
-SHM_DIR = Path(os.environ.get("IRIS_OPS_SHM_DIR", "/dev/shm"))
+SHM_DIR = shm_dir()  # IRIS_OPS_SHM_DIR (checked by iris_ops.env.check)
 PREFIX = "iris_ops_heap"
 
 
@@ -54,20 +62,57 @@ def sweep_stale_files() -> None:
                 f.unlink()
 
 
-def space_problem(heap_size: int, ranks_on_node: int = 1) -> str | None:
-    """Why `ranks_on_node` heaps of heap_size bytes do not fit in SHM_DIR, or None. The files are sparse
-    until touched, so a heap past the free space would die with SIGBUS mid-run: refuse it up front."""
+def free_bytes(folder: Path) -> int | None:
+    """Bytes an unprivileged file may still take in `folder`, or None if they cannot be read."""
     try:
-        st = os.statvfs(SHM_DIR)
-    except OSError as exc:
-        return f"cannot read the free space of {SHM_DIR} ({exc.strerror})"
-    free = st.f_bavail * st.f_frsize
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _refusal(asked: str, folder: Path, free: int | None, why: str = "") -> str:
+    """The one line for a heap that cannot be had in `folder`: what was asked for, what is free, where."""
+    free_text = f"{free} B free" if free is not None else "free space unreadable"
+    return (f"cannot reserve the symmetric heap: {asked} asked for in {folder} (shm backend), {free_text} "
+            f"there{why}: use a smaller heap, or free {folder} (other jobs may hold the rest)")
+
+
+def reserve_problem(heap_size: int, folder: Path, exc: OSError) -> str:
+    """The one line for a heap file whose space could not be reserved."""
+    why = "" if exc.errno == errno.ENOSPC else f" ({exc.strerror})"
+    return _refusal(f"{heap_size} B", folder, free_bytes(folder), why)
+
+
+def space_problem(heap_size: int, ranks_on_node: int = 1) -> str | None:
+    """Why `ranks_on_node` heaps of heap_size bytes do not fit in SHM_DIR, or None: the answer for the whole
+    node before any file is made (each file's own reservation, at creation, is what guarantees its space)."""
+    free = free_bytes(SHM_DIR)
+    if free is None:
+        return f"cannot read the free space of {SHM_DIR} (shm backend)"
     need = heap_size * ranks_on_node
     if need > free:
-        each = f"{ranks_on_node} x {heap_size} B = {need} B" if ranks_on_node > 1 else f"{heap_size} B"
-        return (f"the symmetric heap needs {each} of {SHM_DIR} (shm backend), which has {free} B free "
-                f"(of {st.f_blocks * st.f_frsize} B)")
+        asked = f"{ranks_on_node} x {heap_size} B = {need} B" if ranks_on_node > 1 else f"{heap_size} B"
+        return _refusal(asked, SHM_DIR, free)
     return None
+
+
+RESERVE_TRIES = 3  # reservations tried while the folder seems to have room (see _reserve)
+
+
+def _reserve(fd: int, size: int) -> None:
+    """Give the file its `size` bytes now (posix_fallocate). Two jobs reserving at once can both fail although
+    one of them would fit (tmpfs gives a failed reservation's pages back): a reservation that failed for
+    want of space while the folder has room again is tried again after a random pause, RESERVE_TRIES in all."""
+    for attempt in range(RESERVE_TRIES):
+        try:
+            os.posix_fallocate(fd, 0, size)
+            return
+        except OSError as exc:
+            free = free_bytes(SHM_DIR)
+            if exc.errno != errno.ENOSPC or attempt == RESERVE_TRIES - 1 or free is None or free < size:
+                raise
+        time.sleep(random.uniform(0.05, 0.5))
 
 
 class ShmBackend:
@@ -116,11 +161,17 @@ class ShmBackend:
         sweep_stale_files()
         problem = space_problem(heap_size)
         if problem:
-            raise MemoryError(problem)
+            raise HeapReserveError(problem)
         self._guard()
         fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         try:
             os.ftruncate(fd, heap_size)
+            try:
+                _reserve(fd, heap_size)
+            except OSError as exc:
+                self._unlink()
+                self._unguard()
+                raise HeapReserveError(reserve_problem(heap_size, SHM_DIR, exc)) from None
             self._own = mmap.mmap(fd, heap_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)
@@ -146,6 +197,7 @@ class ShmBackend:
 
     def close(self) -> None:
         self._unlink()
+        self._unguard()
         self._peer_views.clear()
         for m in self._maps:
             with contextlib.suppress(BufferError, ValueError):
