@@ -54,12 +54,28 @@ def _detect_arch() -> int:
 
 
 ARCH = _detect_arch()
-_ARCH: tl.constexpr = tl.constexpr(ARCH)
+_ARCH: tl.constexpr = tl.constexpr(ARCH)  # the code paths the device functions compile to (see set_compile_arch)
 
 
-def default_timer_kind() -> int:
-    """The timer read_timer should use on this process's device."""
-    return {0: TIMER_LOGICAL, 1: TIMER_GLOBALTIMER, 2: TIMER_MEMREALTIME}[ARCH]
+def arch_code(name: str) -> int:
+    """ARCH's code for a GPU named as stream_k.configs.current_arch names it: "sm.." 1 (NVIDIA), "gfx.." 2
+    (AMD), anything else ("interpreter", "cpu") 0."""
+    return 1 if name.startswith("sm") else 2 if name.startswith("gfx") else 0
+
+
+def default_timer_kind(arch: int | None = None) -> int:
+    """The timer read_timer should use on this process's device, or on a GPU of ARCH code `arch`."""
+    return {0: TIMER_LOGICAL, 1: TIMER_GLOBALTIMER, 2: TIMER_MEMREALTIME}[ARCH if arch is None else arch]
+
+
+def set_compile_arch(arch: int) -> None:
+    """Compile the device functions' code paths of ARCH code `arch` (1 NVIDIA, 2 AMD) into every kernel this
+    process compiles from now on: an ahead-of-time compile for a GPU the process does not have. ARCH (the
+    process's own device, which spin budgets and timers follow) is unchanged, so a process that calls this
+    compiles kernels and never launches them. Triton's cache key does not see the value: such a process keeps
+    its own cache directory."""
+    global _ARCH
+    _ARCH = tl.constexpr(arch)
 
 
 @triton.jit
