@@ -85,13 +85,25 @@ def translate(ptr, from_rank, to_rank, heap_bases):
     The distance between heap bases is added in elements, not by a round trip through an
     integer, so the compiler keeps what it knows of `ptr`'s contiguity and alignment and remote
     accesses stay vectorised. Heap bases are 1 KiB aligned, which `multiple_of` states.
+
+    AMD: Triton turns an access through a pointer argument of a tensor under 2 GiB (the JIT
+    specialises it with tt.pointer_range=32) into a buffer instruction whose 32-bit offset counts
+    from that argument, so `ptr + delta` would lose the high bits of the heap distance (and a
+    negative one), reaching the wrong address. There the address goes through an integer, as Iris
+    does: the access stays a global one. The price is what the compiler knew of `ptr`'s contiguity:
+    those accesses are not vectorised.
     """
     from_base = tl.load(heap_bases + from_rank)
     to_base = tl.load(heap_bases + to_rank)
-    elem_bytes: tl.constexpr = (ptr.dtype.element_ty.primitive_bitwidth + 7) // 8  # bool: 1 byte
-    delta = (to_base - from_base).to(tl.int64) // elem_bytes
-    delta = tl.multiple_of(delta, 1024 // elem_bytes)
-    return ptr + delta
+    if _ARCH == 2:
+        distance = tl.multiple_of((to_base - from_base).to(tl.int64), 1024)
+        moved = ptr.to(tl.int64, bitcast=True) + distance
+        return moved.to(ptr.dtype, bitcast=True)
+    else:
+        elem_bytes: tl.constexpr = (ptr.dtype.element_ty.primitive_bitwidth + 7) // 8  # bool: 1 byte
+        delta = (to_base - from_base).to(tl.int64) // elem_bytes
+        delta = tl.multiple_of(delta, 1024 // elem_bytes)
+        return ptr + delta
 
 
 @triton.jit
