@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -30,7 +31,7 @@ from tools.compile_check.resources import Usage, occupancy, parse_amdgcn, parse_
 from tools.compile_check.spec import LaunchSpec
 from tools.compile_check.targets import Target
 
-RESULT_VERSION = 2  # bump when what a cached result holds changes
+RESULT_VERSION = 3  # bump when what a cached result holds changes
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Build:
     src: Any  # triton.compiler.ASTSource
     options: dict[str, Any]
     key: str
+    forbid: tuple[tuple[str, str], ...] = ()  # the spec's forbidden assembly patterns
 
 
 def specialise(spec: LaunchSpec, target: Target) -> Build:
@@ -58,8 +60,8 @@ def specialise(spec: LaunchSpec, target: Target) -> Build:
                                                              options)
     src = ASTSource(kernel, signature, constexprs, attrs)
     key = get_cache_key(src, backend, parsed, env_vars=get_cache_invalidating_env_vars())
-    key += f"-vendor{target.vendor_code}-result{RESULT_VERSION}"
-    return Build(src, dict(parsed.__dict__), hashlib.sha256(key.encode()).hexdigest())
+    key += f"-vendor{target.vendor_code}-result{RESULT_VERSION}-forbid{spec.forbid!r}"
+    return Build(src, dict(parsed.__dict__), hashlib.sha256(key.encode()).hexdigest(), tuple(spec.forbid))
 
 
 def _ptxas(target: Target) -> str:
@@ -95,8 +97,9 @@ def usage_of(compiled: Any, target: Target, ptxas_log: str) -> Usage:
     return u
 
 
-def compile_build(build: Build, target: Target) -> tuple[Usage, float]:
-    """triton.compile for the target; its resource usage and the seconds it took."""
+def compile_build(build: Build, target: Target) -> tuple[Usage, float, list[str]]:
+    """triton.compile for the target; its resource usage, the seconds it took, and why each forbidden pattern
+    that its assembly matches is forbidden."""
     import triton
     from triton import knobs
 
@@ -113,7 +116,9 @@ def compile_build(build: Build, target: Target) -> tuple[Usage, float]:
             knobs.nvidia.dump_ptxas_log = True
             compiled = triton.compile(build.src, target=target.gpu_target(), options=build.options)
     seconds = time.perf_counter() - t0
-    return usage_of(compiled, target, log.getvalue()), seconds
+    asm = compiled.asm["amdgcn" if target.amd else "ptx"]
+    found = [f"{why}: {m.group(0).strip()}" for pattern, why in build.forbid if (m := re.search(pattern, asm, re.M))]
+    return usage_of(compiled, target, log.getvalue()), seconds, found
 
 
 def check_fit(u: Usage, target: Target) -> str | None:
@@ -135,11 +140,11 @@ def _compiled(build: Build, target: Target, cache_dir: Path | None) -> dict[str,
         except (OSError, json.JSONDecodeError):
             pass
     try:
-        u, seconds = compile_build(build, target)
+        u, seconds, forbidden = compile_build(build, target)
     except Exception as exc:  # a kernel that does not compile is a result, reported with the others
         lines = [x for x in traceback.format_exception_only(type(exc), exc) if x.strip()]
         return {"status": "error", "error": " ".join(" ".join(lines).split())[:2000], "cached": False}
-    facts = {"status": "ok", "usage": u.as_dict(), "compile_s": round(seconds, 2)}
+    facts = {"status": "ok", "usage": u.as_dict(), "compile_s": round(seconds, 2), "forbidden": forbidden}
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

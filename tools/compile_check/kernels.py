@@ -44,6 +44,7 @@ GEMM_SCHEDULES = (("dp", 1), ("hybrid", 1), ("hybrid", 2), ("sk", 1), ("sk", 2))
 DEVICE_DTYPES = {"int32": torch.int32, "int64": torch.int64, "fp16": torch.float16, "bf16": torch.bfloat16,
                  "fp32": torch.float32}
 PROBE_BLOCK = 16
+REMOTE_BLOCK = 256  # several elements per lane, so vectorised remote accesses show in the assembly
 WORLD = 2  # probes act as rank 0 on rank 1's heap
 
 
@@ -143,6 +144,13 @@ def device_api_specs(target: Target) -> Iterator[LaunchSpec]:
                         "cur_rank": 0, "target_rank": 1, **flags, "SEM": sem, "SCOPE": scope, "BLOCK": n}
                 yield LaunchSpec("atomic_probe", f"{name} {sem}/{scope}", probes.atomic_probe, args,
                                  {"num_warps": 1}, group="device_api", use=" ".join(which))
+    forbid = ((r"^\s*buffer_(load|store|atomic)\w*", "a remote access became a buffer instruction (32-bit offset "
+               "from the argument; iris_ops.device.translate)"),) if target.amd else ()
+    for scope in ("gpu", "sys"):
+        args = {"buf": torch.empty(5 * REMOTE_BLOCK, dtype=torch.int32), "heap_bases": bases, "cur_rank": 0,
+                "target_rank": 1, "SCOPE": scope, "BLOCK": REMOTE_BLOCK}
+        yield LaunchSpec("remote_probe", f"int32 {scope}", probes.remote_probe, args, {"num_warps": 1},
+                         group="device_api", use="remote load store atomics", forbid=forbid)
     for scope in ("gpu", "sys"):
         args = {"flags": torch.zeros(2, dtype=torch.int32), "errors": torch.zeros(1, dtype=torch.int32),
                 "out": torch.zeros(1, dtype=torch.int32), "heap_bases": bases, "cur_rank": 0, "target_rank": 1,

@@ -82,6 +82,20 @@ def atomic_probe(buf, val, cmp, out, heap_bases, cur_rank, target_rank, BITWISE:
 
 
 @triton.jit
+def remote_probe(buf, heap_bases, cur_rank, target_rank, SCOPE: tl.constexpr, BLOCK: tl.constexpr):
+    """Remote accesses only (every address through translate): a load, a store and atomics on target_rank's heap.
+    On AMD none may become a buffer instruction, whose 32-bit offset from the argument cannot hold the distance
+    between two ranks' heaps (kernels.py forbids them in the assembly)."""
+    i = tl.arange(0, BLOCK)
+    store(buf + i, load(buf + BLOCK + i, cur_rank, target_rank, heap_bases), cur_rank, target_rank, heap_bases)
+    p = buf + 2 * BLOCK + i
+    one = tl.full((BLOCK,), 1, tl.int32)
+    atomic_add(p, one, cur_rank, target_rank, heap_bases, sem="acq_rel", scope=SCOPE)
+    atomic_xchg(p + BLOCK, one, cur_rank, target_rank, heap_bases, sem="release", scope=SCOPE)
+    atomic_cas(p + 2 * BLOCK, one - 1, one, cur_rank, target_rank, heap_bases, sem="acquire", scope=SCOPE)
+
+
+@triton.jit
 def flag_probe(flags, errors, out, heap_bases, cur_rank, target_rank, value, max_spins, SCOPE: tl.constexpr):
     """notify, notify_add, wait (remote flag), wait_local and record_error, at scope SCOPE."""
     notify(flags, value, cur_rank, target_rank, heap_bases, SCOPE)

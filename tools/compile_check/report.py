@@ -42,6 +42,8 @@ class Row:
             return f"does not compile: {r.get('error', 'unknown error')}"
         if r.get("unfit"):
             return str(r["unfit"])
+        if r.get("forbidden"):
+            return "; ".join(r["forbidden"])
         if r.get("spills") and self.default and self.known() is None:
             u = r["usage"]
             what = (f"{u.get('vgpr_spills', 0)} VGPRs, {u.get('scratch', 0)} bytes of scratch" if self.target.amd else

@@ -18,7 +18,8 @@ class LaunchSpec:
 
     name: the kernel's row label; config: what distinguishes this build (tile, datatype, variant); use: where the
     launch comes from (a shape and schedule, an operation); group: the family the check reports it under.
-    default: the configuration the library picks by default (a spill there fails the check)."""
+    default: the configuration the library picks by default (a spill there fails the check).
+    forbid: (regular expression, why) pairs that must not match the kernel's assembly (AMDGCN or PTX)."""
 
     name: str
     config: str
@@ -30,6 +31,7 @@ class LaunchSpec:
     use: str = ""
     default: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict)  # facts for the report (plan, config fields)
+    forbid: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, launch: Any, *, config: str, group: str, use: str = "", default: bool = True,
