@@ -174,7 +174,7 @@ def overlap_kernel(
     GEMM_WAITS_ARRIVED: tl.constexpr, WAITS_ARRIVED: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr,
     PEER_SYNC: tl.constexpr, GEMM_SCOPE: tl.constexpr,
     GATHER_A: tl.constexpr = False, GEMM_GATHERS: tl.constexpr = False, GEMM_WAITS_A: tl.constexpr = False,
-    GATHER_RM: tl.constexpr = 32, GATHER_KB: tl.constexpr = 64,
+    GATHER_RM: tl.constexpr = 32, GATHER_KB: tl.constexpr = 64, REDUCE_LOADS: tl.constexpr = 1,
 ):
     pid = tl.program_id(0)
     e = _step_epoch(CTRL)
@@ -207,7 +207,7 @@ def overlap_kernel(
             e, max_spins,
             heap_bases, cur_rank, world_size,
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-            SK_ROUNDS, P_DESC, a_ready, a_rows,
+            SK_ROUNDS, P_DESC, a_ready, a_rows, REDUCE_LOADS,
         )
         if COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
             if WAITS_ARRIVED:
