@@ -248,6 +248,8 @@ class StreamKGemm:
                     epilogue: Any = None, heap_bases: torch.Tensor | None = None, cur_rank: int = 0,
                     world_size: int = 1) -> BoundLaunch:
         """The launch a call on these buffers makes (kernel, programs, arguments, options), bound and not run."""
+        if self.config.tma:
+            a, b = self._staged(a, 0), self._staged(b, 1)
         return self._launch_for(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size)
 
     def launch_options(self) -> dict[str, Any]:
