@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-from tools.compile_check.known_spills import KNOWN_SPILLS, known_spill
+from tools.compile_check.known_issues import KNOWN_ISSUES, known_issue
 from tools.compile_check.report import Row, failure_lines
 from tools.compile_check.resources import Usage, occupancy, parse_amdgcn, parse_ptxas_log
 from tools.compile_check.spec import LaunchSpec
@@ -183,14 +183,23 @@ def _row(target: str, config: str, result: dict, default: bool = True) -> Row:
 
 
 def test_failure_rules() -> None:
-    spilling = {"status": "ok", "spills": True, "usage": {"spill_stores": 500, "spill_loads": 500}, "unfit": None}
-    assert _row("sm90", "bf16 128x128x64/s4/w8 r1", spilling).failure().startswith("a default configuration spills")
-    assert _row("sm90", "bf16 128x128x64/s4/w8 r1", spilling, default=False).failure() is None
-    assert _row("sm100", "bf16 128x256x64/s3/w8/tma r1", spilling).failure() is None  # a known spill, within bound
-    assert _row("sm90", "bf16 128x256x64/s3/w8 r1", spilling).failure() is not None  # known, but above its bound
+    def spilling(n: int) -> dict:
+        return {"status": "ok", "spills": True, "usage": {"spill_stores": n, "spill_loads": n}, "unfit": None}
+
+    assert _row("sm90", "bf16 128x128x64/s4/w8/tma r1", spilling(500)).failure().startswith(
+        "a default configuration spills")
+    assert _row("sm90", "bf16 128x128x64/s4/w8 r1", spilling(500), default=False).failure() is None
+    assert _row("sm90", "int8 128x256x128/s3/w8/tma r1", spilling(40)).failure() is None  # known, within its bound
+    assert _row("sm90", "int8 128x256x128/s3/w8/tma r1", spilling(500)).failure() is not None  # above its bound
     assert _row("gfx942", "x", {"status": "error", "error": "boom"}).failure() == "does not compile: boom"
-    unfit = {"status": "ok", "spills": False, "usage": {}, "unfit": "needs 70000 bytes of LDS, the CU has 65536"}
+    unfit = {"status": "ok", "spills": False, "usage": {"shared": 70000}, "unfit": "needs 70000 bytes of LDS, the CU "
+             "has 65536"}
     rows = [_row("gfx942", "y", unfit, default=False)]
     assert failure_lines(rows) == ["gfx942 streamk_gemm_kernel [y]: needs 70000 bytes of LDS, the CU has 65536"]
-    assert all(k.target in TARGETS and k.why for k in KNOWN_SPILLS)
-    assert known_spill("gfx942", "bf16 128x256x64/s3/w8 r1", 1) is None  # AMD defaults may not spill at all
+    too_big = {"status": "ok", "spills": False, "usage": {"shared": 262144}, "unfit": "needs 262144 bytes"}
+    assert _row("sm100", "int8 128x256x128/s3/w8/tma r2 ragged_k", too_big).failure() is None  # known
+    assert _row("sm90", "int8 128x256x128/s3/w8/tma r1", too_big).failure() == "needs 262144 bytes"  # not there
+    forbidden = {"status": "ok", "spills": False, "usage": {}, "unfit": None, "forbidden": ["a buffer op: buffer_x"]}
+    assert _row("gfx950", "z", forbidden, default=False).failure() == "a buffer op: buffer_x"
+    assert all(k.target in TARGETS and k.why for k in KNOWN_ISSUES)
+    assert known_issue("gfx942", "int8 128x256x128/s3/w8/tma r1", 1, 0) is None  # AMD defaults may not spill at all

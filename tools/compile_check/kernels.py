@@ -21,7 +21,7 @@ from iris_ops.device import TIMER_LOGICAL, default_timer_kind, spin_budget
 from iris_ops.device_barrier import device_barrier_kernel
 from stream_k.dtypes import torch_dtype
 from stream_k.gemm import StreamKGemm
-from stream_k.layout import aligned_rows, padded_cols
+from stream_k.layout import padded_cols
 from stream_k.select import choose_gemm
 from tools.compile_check import probes
 from tools.compile_check.spec import LaunchSpec
@@ -32,11 +32,12 @@ REPO = Path(__file__).resolve().parents[2]
 GEMM_DTYPES = ("bf16", "fp16", "fp32", "int8")
 # A few shapes that reach every kernel variant, on rows laid out as the op lays out its operands (padded to a
 # multiple of 16 elements): full waves of large tiles (8192^3); a tensor-parallel shard whose K is ragged for 8-bit
-# tiles (K % 128 = 64) and which the model splits hybrid; a few tiles on many programs (64 x 1280 x 8192, where
-# Stream-K splits K); K ragged for every tile (2000 x 3000 x 3000).
-GEMM_SHAPES = ((8192, 8192, 8192), (4864, 4096, 8256), (64, 1280, 8192), (2000, 3000, 3000))
-# The stand-alone GEMM on a caller's contiguous rows of 3000 elements (not a multiple of 16: no vectorised loads,
-# the slow path). Reported, not a default: the op pads such rows.
+# tiles (K % 128 = 64); one shape in each bucket of M that stream_k.select.shape_tile gives its own tile (256, 128,
+# 64: the last one few tiles on many programs, where Stream-K splits K); K ragged for every tile (2000 x 3000 x 3000).
+GEMM_SHAPES = ((8192, 8192, 8192), (4864, 4096, 8256), (256, 8192, 8192), (128, 8192, 8192), (64, 1280, 8192),
+               (2000, 3000, 3000))
+# The stand-alone GEMM on a caller's contiguous rows of 3000 elements (not a multiple of 16): TMA reads them from a
+# staging copy, the pointer path as they are (no vectorised loads).
 UNALIGNED_SHAPE = (2000, 3000, 3000)
 # (schedule, Stream-K rounds) pairs fixed beside the model's own choice
 GEMM_SCHEDULES = (("dp", 1), ("hybrid", 1), ("hybrid", 2), ("sk", 1), ("sk", 2))
@@ -65,47 +66,40 @@ def _matrix(rows: int, cols: int, dtype: torch.dtype, padded: bool) -> torch.Ten
     return torch.empty((rows, padded_cols(cols) if padded else cols), dtype=dtype)[:, :cols]
 
 
-def _tma_ok(*ts: torch.Tensor) -> bool:
-    """Tensor descriptors need 16-byte aligned rows (StreamKGemm refuses others)."""
-    return all((t.stride(0) * t.element_size()) % 16 == 0 for t in ts)
-
-
-def gemm_spec(target: Target, shape: tuple[int, int, int], dtype: str, *, tma: bool = False,
-              fixed: dict[str, Any] | None = None, traced: bool = False, padded: bool = True,
-              default: bool = True) -> LaunchSpec | None:
+def gemm_spec(target: Target, shape: tuple[int, int, int], dtype: str, *, tma: bool,
+              fixed: dict[str, Any] | None = None, traced: bool = False, padded: bool = True) -> LaunchSpec:
     """The stand-alone Stream-K GEMM's launch on `target` for one shape, as choose_gemm plans it (`fixed`: the
     schedule / rounds forced, else the model's choice); `traced`: with tile flags and the per-tile trace; `padded`:
-    rows padded as the op pads them. None where the launch would be refused (TMA on unaligned rows)."""
+    rows padded as the op pads them. A default launch where `tma` is the target's own default."""
     M, N, K = shape
     choice = choose_gemm(M, N, K, dtype, target.units, target.name, tma=tma, fixed=fixed)
     gemm = StreamKGemm(choice.plan, dtype, choice.config, device="cpu", arch=target.name)
     dt = torch_dtype(dtype)
     a, b, c = _matrix(M, K, dt, padded), _matrix(K, N, dt, padded), _matrix(M, N, gemm.out_dtype, padded)
-    if tma and not _tma_ok(a, b):
-        return None
     extra: dict[str, torch.Tensor] = {}
     if traced:
         extra = {"tile_flags": torch.zeros(choice.plan.num_tiles, dtype=torch.int32),
                  "gemm_trace": torch.zeros((choice.plan.num_tiles, 3), dtype=torch.int64)}
-    k, p = gemm.config, gemm.plan
+    launch = gemm.launch_spec(a, b, c, **extra)
+    k, p, args = gemm.config, gemm.plan, launch.args
+    unaligned = any(args[name] % 16 for name in ("stride_am", "stride_bk", "stride_cm"))
     config = (f"{dtype} {k.BLK_M}x{k.BLK_N}x{k.BLK_K}/s{k.num_stages}/w{k.num_warps}{'/tma' if k.tma else ''}"
-              f" r{p.sk_rounds}{'' if p.even_k else ' ragged_k'}{'' if aligned_rows(a) else ' unaligned'}"
+              f" r{p.sk_rounds}{'' if p.even_k else ' ragged_k'}{' unaligned' if unaligned else ''}"
               f"{' ' + odd + '%16' if (odd := ''.join(d for d, v in zip('MNK', shape) if v % 16)) else ''}"
               f"{' traced' if traced else ''}")
     sched = choice.describe().split("/")[-2]
-    return LaunchSpec.of(gemm.launch_spec(a, b, c, **extra), config=config, group="gemm", default=default,
+    return LaunchSpec.of(launch, config=config, group="gemm", default=tma == target.tma,
                          use=f"{M}x{N}x{K} {sched}{'' if fixed else ' (auto)'}{'' if padded else ' contiguous'}",
                          extra={"config": k.as_dict(), "plan": {"schedule": p.schedule, "sk_tiles": p.sk_tiles,
                                                                 "sk_rounds": p.sk_rounds, "even_k": p.even_k}})
 
 
 def gemm_specs(target: Target) -> Iterator[LaunchSpec]:
-    """The GEMM for every datatype and shape: the model's choice and each schedule and round count fixed, with and
-    without TMA on targets that have it; the traced launch (tile flags, timer); the stand-alone GEMM on unaligned
-    contiguous rows."""
-    tma_options = (False, True) if target.tma else (False,)
-
-    def each(dtype: str) -> Iterator[LaunchSpec | None]:
+    """The GEMM for every datatype and shape: the model's choice and each schedule and round count fixed, through
+    TMA and through pointers on targets that have TMA (the pointer path is then not a default); the traced launch
+    (tile flags, timer); the stand-alone GEMM on unaligned contiguous rows."""
+    tma_options = (True, False) if target.tma else (False,)
+    for dtype in GEMM_DTYPES:
         for shape in GEMM_SHAPES:
             for tma in tma_options:
                 yield gemm_spec(target, shape, dtype, tma=tma)
@@ -113,10 +107,7 @@ def gemm_specs(target: Target) -> Iterator[LaunchSpec]:
                     yield gemm_spec(target, shape, dtype, tma=tma, fixed={"schedule": schedule, "sk_rounds": rounds})
         yield gemm_spec(target, GEMM_SHAPES[0], dtype, tma=target.tma, traced=True)
         for tma in tma_options:
-            yield gemm_spec(target, UNALIGNED_SHAPE, dtype, tma=tma, padded=False, default=False)
-
-    for dtype in GEMM_DTYPES:
-        yield from (spec for spec in each(dtype) if spec is not None)
+            yield gemm_spec(target, UNALIGNED_SHAPE, dtype, tma=tma, padded=False)
 
 
 def device_api_specs(target: Target) -> Iterator[LaunchSpec]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.compile_check.known_spills import KnownSpill, known_spill
+from tools.compile_check.known_issues import KnownIssue, known_issue
 from tools.compile_check.spec import LaunchSpec
 from tools.compile_check.targets import Target
 
@@ -28,34 +28,38 @@ class Row:
     def default(self) -> bool:
         return any(s.default for s in self.specs)
 
-    def known(self) -> KnownSpill | None:
-        """The known_spills entry that accepts this build's spill (None: none does, or nothing spills)."""
+    def known(self) -> KnownIssue | None:
+        """The known_issues entry that accepts this build's spill or shared-memory overflow (None: none does, or
+        there is neither)."""
         r = self.result
-        if r.get("status") != "ok" or not r.get("spills") or self.target.amd:
+        if r.get("status") != "ok" or self.target.amd or not (r.get("spills") or r.get("unfit")):
             return None
-        return known_spill(self.target.name, self.head.config, r["usage"].get("spill_stores", 0))
+        u = r["usage"]
+        return known_issue(self.target.name, self.head.config, u.get("spill_stores", 0) if r.get("spills") else 0,
+                           u.get("shared", 0) if r.get("unfit") else 0)
 
     def failure(self) -> str | None:
         """Why this build fails the check (None: it passes)."""
         r = self.result
         if r.get("status") != "ok":
             return f"does not compile: {r.get('error', 'unknown error')}"
-        if r.get("unfit"):
-            return str(r["unfit"])
         if r.get("forbidden"):
             return "; ".join(r["forbidden"])
-        if r.get("spills") and self.default and self.known() is None:
-            u = r["usage"]
-            what = (f"{u.get('vgpr_spills', 0)} VGPRs, {u.get('scratch', 0)} bytes of scratch" if self.target.amd else
-                    f"{u.get('spill_stores', 0)} bytes stored, {u.get('spill_loads', 0)} loaded")
-            return f"a default configuration spills ({what})"
-        return None
+        spills = bool(r.get("spills")) and self.default
+        if not (r.get("unfit") or spills) or self.known() is not None:
+            return None
+        if r.get("unfit"):
+            return str(r["unfit"])
+        u = r["usage"]
+        what = (f"{u.get('vgpr_spills', 0)} VGPRs, {u.get('scratch', 0)} bytes of scratch" if self.target.amd else
+                f"{u.get('spill_stores', 0)} bytes stored, {u.get('spill_loads', 0)} loaded")
+        return f"a default configuration spills ({what})"
 
     def as_dict(self) -> dict[str, Any]:
         h = self.head
         return {"kernel": h.name, "group": h.group, "config": h.config, "default": self.default,
                 "uses": [s.use for s in self.specs], "extra": dict(h.extra), **self.result,
-                "failure": self.failure(), "known_spill": k.why if (k := self.known()) else None}
+                "failure": self.failure(), "known_issue": k.why if (k := self.known()) else None}
 
 
 def _cell(x: Any) -> str:
@@ -90,8 +94,10 @@ def table(target: Target, rows: Sequence[Row]) -> str:
         cells.append(uses[0] + (f" (+{len(uses) - 1})" if len(uses) > 1 else ""))
         if row.failure():
             cells[0] = "!" + cells[0]
+        elif row.known():
+            cells[0] = "~" + cells[0]  # a known issue (known_issues.py)
         elif row.result.get("spills"):
-            cells[0] = ("~" if row.known() else "?") + cells[0]  # a known spill / a spill outside the defaults
+            cells[0] = "?" + cells[0]  # a spill outside the defaults
         lines.append(cells)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     fmt = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
