@@ -32,6 +32,8 @@ def test_other_targets_keep_their_defaults():
     for arch in ("sm80", "interpreter", "gfx942"):
         assert shape_tile(64, 5120, "bf16", arch, 132) == default_config("bf16", arch)
     assert not choose_gemm(64, 64, 64, "bf16", 4, "interpreter").config.tma
+    assert not choose_gemm(4096, 4096, 4096, "int8", 132, "sm90").config.tma
+    assert not choose_gemm(4096, 4096, 4096, "fp32", 132, "sm90").config.tma
     assert shape_tile(64, 5120, "fp32", "sm90", 132) == shape_tile(4096, 5120, "fp32", "sm90", 132)
 
 
