@@ -39,14 +39,14 @@ class Row:
                            u.get("shared", 0) if r.get("unfit") else 0)
 
     def failure(self) -> str | None:
-        """Why this build fails the check (None: it passes)."""
+        """Why this build fails the check (None: it passes): it does not compile, its assembly holds a forbidden
+        pattern, or, in a default configuration, it does not fit the target or spills (unless a known issue)."""
         r = self.result
         if r.get("status") != "ok":
             return f"does not compile: {r.get('error', 'unknown error')}"
         if r.get("forbidden"):
             return "; ".join(r["forbidden"])
-        spills = bool(r.get("spills")) and self.default
-        if not (r.get("unfit") or spills) or self.known() is not None:
+        if not self.default or not (r.get("unfit") or r.get("spills")) or self.known() is not None:
             return None
         if r.get("unfit"):
             return str(r["unfit"])
@@ -96,8 +96,8 @@ def table(target: Target, rows: Sequence[Row]) -> str:
             cells[0] = "!" + cells[0]
         elif row.known():
             cells[0] = "~" + cells[0]  # a known issue (known_issues.py)
-        elif row.result.get("spills"):
-            cells[0] = "?" + cells[0]  # a spill outside the defaults
+        elif row.result.get("spills") or row.result.get("unfit"):
+            cells[0] = "?" + cells[0]  # a spill or overflow outside the defaults
         lines.append(cells)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     fmt = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
