@@ -56,12 +56,28 @@ def _detect_arch() -> int:
 
 
 ARCH = _detect_arch()
-_ARCH: tl.constexpr = tl.constexpr(ARCH)
+_ARCH: tl.constexpr = tl.constexpr(ARCH)  # the code paths the device functions compile to (see set_compile_arch)
 
 
-def default_timer_kind() -> int:
-    """The timer read_timer should use on this process's device."""
-    return {0: TIMER_LOGICAL, 1: TIMER_GLOBALTIMER, 2: TIMER_MEMREALTIME}[ARCH]
+def arch_code(name: str) -> int:
+    """ARCH's code for a GPU named as stream_k.configs.current_arch names it: "sm.." 1 (NVIDIA), "gfx.." 2
+    (AMD), anything else ("interpreter", "cpu") 0."""
+    return 1 if name.startswith("sm") else 2 if name.startswith("gfx") else 0
+
+
+def default_timer_kind(arch: int | None = None) -> int:
+    """The timer read_timer should use on this process's device, or on a GPU of ARCH code `arch`."""
+    return {0: TIMER_LOGICAL, 1: TIMER_GLOBALTIMER, 2: TIMER_MEMREALTIME}[ARCH if arch is None else arch]
+
+
+def set_compile_arch(arch: int) -> None:
+    """Compile the device functions' code paths of ARCH code `arch` (1 NVIDIA, 2 AMD) into every kernel this
+    process compiles from now on: an ahead-of-time compile for a GPU the process does not have. ARCH (the
+    process's own device, which spin budgets and timers follow) is unchanged, so a process that calls this
+    compiles kernels and never launches them. Triton's cache key does not see the value: such a process keeps
+    its own cache directory."""
+    global _ARCH
+    _ARCH = tl.constexpr(arch)
 
 
 @triton.jit
@@ -71,13 +87,25 @@ def translate(ptr, from_rank, to_rank, heap_bases):
     The distance between heap bases is added in elements, not by a round trip through an
     integer, so the compiler keeps what it knows of `ptr`'s contiguity and alignment and remote
     accesses stay vectorised. Heap bases are 1 KiB aligned, which `multiple_of` states.
+
+    AMD: Triton turns an access through a pointer argument of a tensor under 2 GiB (the JIT
+    specialises it with tt.pointer_range=32) into a buffer instruction whose 32-bit offset counts
+    from that argument, so `ptr + delta` would lose the high bits of the heap distance (and a
+    negative one), reaching the wrong address. There the address goes through an integer, as Iris
+    does: the access stays a global one. The price is what the compiler knew of `ptr`'s contiguity:
+    those accesses are not vectorised.
     """
     from_base = tl.load(heap_bases + from_rank)
     to_base = tl.load(heap_bases + to_rank)
-    elem_bytes: tl.constexpr = (ptr.dtype.element_ty.primitive_bitwidth + 7) // 8  # bool: 1 byte
-    delta = (to_base - from_base).to(tl.int64) // elem_bytes
-    delta = tl.multiple_of(delta, 1024 // elem_bytes)
-    return ptr + delta
+    if _ARCH == 2:
+        distance = tl.multiple_of((to_base - from_base).to(tl.int64), 1024)
+        moved = ptr.to(tl.int64, bitcast=True) + distance
+        return moved.to(ptr.dtype, bitcast=True)
+    else:
+        elem_bytes: tl.constexpr = (ptr.dtype.element_ty.primitive_bitwidth + 7) // 8  # bool: 1 byte
+        delta = (to_base - from_base).to(tl.int64) // elem_bytes
+        delta = tl.multiple_of(delta, 1024 // elem_bytes)
+        return ptr + delta
 
 
 @triton.jit

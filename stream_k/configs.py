@@ -7,7 +7,13 @@ Measured / checked:
   (fit in shared memory, no spills), not timed.
 - "interpreter": small tiles so Triton's CPU interpreter finishes quickly.
 - int8 needs BLK_K >= 32 (tl.dot's minimum K for 8-bit inputs on NVIDIA).
-- AMD (gfx9xx) values follow common MI300 Triton GEMM settings and are not measured here.
+- AMD CDNA3 / CDNA4 (gfx942 MI300X, gfx950 MI355X): Iris's own Stream-K GEMM examples on MI300X (256x64x64
+  tiles, 2 stages, 8 warps, waves_per_eu 0, matrix_instr_nonkdim 16, kpack 1, group height 6, the XCD remap over
+  8 XCDs). Wider tiles do not fit this kernel: its fix-up keeps a contributor's partial tile beside the live
+  accumulator, and the compile check (tools/compile_check) finds 256x256x64 spilling ~300 VGPRs and 256x128x64
+  ~45 on gfx942 and gfx950, while 256x64x64 takes ~150 VGPRs, 40 KiB of LDS and no scratch. fp32 halves BLK_K
+  (256x64x64 fp32 needs 80 KiB of LDS, the CU has 64 KiB on gfx942); int8 keeps BLK_K 64 (with 128 a ragged K
+  spills a VGPR on gfx942). Compiled only: not yet run on an AMD GPU.
 """
 
 from __future__ import annotations
@@ -69,11 +75,12 @@ _NVIDIA_SM80 = {
     "fp32": KernelConfig(128, 128, 32, 3, 8),
     "int8": KernelConfig(128, 128, 128, 3, 8),
 }
-_AMD_CDNA3 = {
-    "bf16": KernelConfig(256, 256, 64, 2, 8, num_xcds=8, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1),
-    "fp16": KernelConfig(256, 256, 64, 2, 8, num_xcds=8, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1),
-    "fp32": KernelConfig(128, 128, 32, 2, 8, num_xcds=8, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1),
-    "int8": KernelConfig(256, 256, 128, 2, 8, num_xcds=8, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1),
+_AMD = {"gsize_m": 6, "num_xcds": 8, "waves_per_eu": 0, "matrix_instr_nonkdim": 16, "kpack": 1}
+_AMD_CDNA3 = {  # and CDNA4: the same register file per SIMD lane; nothing here is tuned for gfx950's 160 KiB LDS
+    "bf16": KernelConfig(256, 64, 64, 2, 8, **_AMD),
+    "fp16": KernelConfig(256, 64, 64, 2, 8, **_AMD),
+    "fp32": KernelConfig(256, 64, 32, 2, 8, **_AMD),
+    "int8": KernelConfig(256, 64, 64, 2, 8, **_AMD),
 }
 _INTERPRETER = {name: KernelConfig(32, 32, 32 if name == "int8" else 16, 1, 4)
                 for name in ("bf16", "fp16", "fp32", "int8")}

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from iris_ops.device import decode_error, default_timer_kind, spin_budget
+from iris_ops.device import arch_code, decode_error, default_timer_kind, spin_budget
 from stream_k.configs import KernelConfig, current_arch, default_config
 from stream_k.dtypes import DATATYPES as DTYPES
 from stream_k.dtypes import output_dtype
@@ -88,12 +88,16 @@ class StreamKGemm:
     """
 
     def __init__(self, plan: StreamKPlan, dtype: torch.dtype | str, config: KernelConfig | None = None, *,
-                 device: torch.device | str | None = None, timeout_s: float = 10.0) -> None:
+                 device: torch.device | str | None = None, timeout_s: float = 10.0, arch: str | None = None) -> None:
+        """`arch`: the GPU the launches are for, as current_arch names it ("sm90", "gfx942"; None: this process's
+        device); the default config, the AMD options and the timer follow it, so `launch_spec` on CPU tensors gives
+        another GPU's launch for an ahead-of-time compile."""
         self.plan = plan
         self.dtype_name = dtype_name(dtype)
         self.dtype = DTYPES[self.dtype_name]
         self.out_dtype = output_dtype(self.dtype_name)
-        cfg = config if config is not None else default_config(self.dtype_name)
+        self.arch = current_arch() if arch is None else arch
+        cfg = config if config is not None else default_config(self.dtype_name, self.arch)
         cfg = cfg.replace(BLK_M=plan.BLK_M, BLK_N=plan.BLK_N, BLK_K=plan.BLK_K, gsize_m=plan.gsize_m)
         if config is not None and (config.BLK_M, config.BLK_N, config.BLK_K) != (plan.BLK_M, plan.BLK_N, plan.BLK_K):
             raise ValueError(f"config blocks {config.BLK_M}x{config.BLK_N}x{config.BLK_K} differ from the plan's "
@@ -106,7 +110,7 @@ class StreamKGemm:
         self.device = torch.device(device) if device is not None else default_device()
         self.timeout_s = timeout_s
         self.max_spins = spin_budget(timeout_s)
-        self.timer_kind = default_timer_kind()
+        self.timer_kind = default_timer_kind(None if arch is None else arch_code(arch))
         acc = torch.int32 if self.dtype_name == "int8" else torch.float32
         self.partials = torch.empty(plan.partials_shape, dtype=acc, device=self.device)
         self.locks = torch.zeros(plan.locks_len, dtype=torch.int32, device=self.device)
@@ -116,7 +120,7 @@ class StreamKGemm:
         self.epoch = 0
         self._counted = 0  # the host's count when the device last counted a launch
         self._bound: OrderedDict[tuple, BoundLaunch] = OrderedDict()  # the call's buffers -> their bound launch
-        self.hip = is_hip()
+        self.hip = is_hip() if arch is None else arch_code(arch) == 2
         amd = {"waves_per_eu": cfg.waves_per_eu, "matrix_instr_nonkdim": cfg.matrix_instr_nonkdim, "kpack": cfg.kpack}
         self._amd_options = {k: v for k, v in amd.items() if v is not None} if self.hip else {}
         self.unused_options = [] if self.hip else [k for k, v in amd.items() if v is not None]
@@ -239,6 +243,15 @@ class StreamKGemm:
         return (TensorDescriptor.from_tensor(a, [p.BLK_M, p.BLK_K]),
                 TensorDescriptor.from_tensor(b, [p.BLK_K, p.BLK_N]))
 
+    def launch_spec(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, *,
+                    tile_flags: torch.Tensor | None = None, gemm_trace: torch.Tensor | None = None,
+                    epilogue: Any = None, heap_bases: torch.Tensor | None = None, cur_rank: int = 0,
+                    world_size: int = 1) -> BoundLaunch:
+        """The launch a call on these buffers makes (kernel, programs, arguments, options), bound and not run."""
+        if self.config.tma:
+            a, b = self._staged(a, 0), self._staged(b, 1)
+        return self._launch_for(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size)
+
     def launch_options(self) -> dict[str, Any]:
         """num_warps, num_stages, and the AMD options when running on HIP."""
         return {"num_warps": self.config.num_warps, "num_stages": self.config.num_stages, **self._amd_options}
@@ -347,7 +360,7 @@ class StreamKGemm:
     def info(self) -> dict[str, Any]:
         """Plan, config, epoch and the options that had no effect on this backend."""
         return {"plan": self.plan.as_dict(), "config": self.config.as_dict(), "dtype": self.dtype_name,
-                "device": str(self.device), "arch": current_arch(), "epoch": self.epoch,
+                "device": str(self.device), "arch": self.arch, "epoch": self.epoch,
                 "staged_copies": self.staged_copies,
                 "timeout_s": self.timeout_s, "max_spins": self.max_spins, "timer_kind": self.timer_kind,
                 "unused_options": list(self.unused_options)}
