@@ -59,13 +59,13 @@ def expect_error(kind: type[Exception], fn: Callable[[], object], *words: str) -
 def check_c(op: OverlapOp, a: torch.Tensor, b: torch.Tensor, what: str) -> float:
     sync(op)
     op.check_errors()
-    err = rel_error(op.c, a, b)
+    err = rel_error(op, a, b)
     assert err <= TOL, f"{what}: relative error {err:.3g} > {TOL:g}"
     return err
 
 
 def make_op(shmem, alg: str, mode: str = "fused", **options) -> OverlapOp:
-    op = OverlapOp.create(shmem, alg, M, N, K, "fp32", mode, **{**cpu_options(), **options})
+    op = OverlapOp.create(shmem, alg, M, N, K, "fp32", mode, **{**cpu_options(mode), **options})
     shmem.barrier()  # every rank has zeroed its buffers before any rank's first step
     return op
 
