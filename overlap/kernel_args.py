@@ -27,6 +27,7 @@ class Step(NamedTuple):
 
 
 class StepFlags(NamedTuple):
+    COMM: Any  # the kernel has communication programs (overlap_kernel: beside its GEMM programs)
     PEER_SYNC: Any  # the step's last program waits for every peer's DONE word before the next epoch
     GEMM_SYS: Any  # GEMM programs finish with a system-scope release (they wrote to peers or joined)
     COMM_AFTER_GEMM: Any  # GEMM programs join the communication once their own tiles are done

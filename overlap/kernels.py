@@ -225,7 +225,7 @@ def overlap_kernel(
                          COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
         _finish(CTRL, e, STEP.step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, STEP_FLAGS.PEER_SYNC,
                 STEP_FLAGS.GEMM_SYS)
-    else:
+    elif STEP_FLAGS.COMM:
         c = pid - gemm_programs
         if GATHER is not None:
             c = pid

@@ -139,7 +139,7 @@ class Parts:
                                             gemm_waits=alg.gathers_a and wait_a)
         writes_peers_first = seq and alg.writes_peers and not comm and (gemm_gathers or not alg.gathers_a)
         flags = constexprs(
-            StepFlags, PEER_SYNC=peer_sync,
+            StepFlags, COMM=comm, PEER_SYNC=peer_sync,
             GEMM_SYS=join or alg.gemm_writes_peers(seq, self.world),
             COMM_AFTER_GEMM=join, GEMM_WAITS_ARRIVED=writes_peers_first,
             WAITS_ARRIVED=alg.writes_peers and (comm or join),
@@ -157,7 +157,7 @@ class Parts:
         move, move_flags = self._move(g, programs, claim, wait_ready)
         gather, gather_flags = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False,
                                             gemm_waits=False)
-        flags = constexprs(StepFlags, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False, GEMM_WAITS_ARRIVED=False,
+        flags = constexprs(StepFlags, COMM=True, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False, GEMM_WAITS_ARRIVED=False,
                            WAITS_ARRIVED=alg.writes_peers, ANNOUNCE=alg.writes_peers and not alg.zeroes_c,
                            ZERO_C=alg.zeroes_c)
         args = {"heap_bases": self.heap_bases, "cur_rank": self.rank, "world_size": self.world,
