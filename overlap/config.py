@@ -66,6 +66,7 @@ class OverlapConfig:
         fixed = {name: getattr(self, name) for name in PLANNED_FIELDS}
         problem = Problem(self.algorithm, self.m, self.n, self.k, self.datatype, world_size)
         check_split(self, world_size)
+        check_given(self)
         chosen = plan(problem, target, fixed, cache if cache is not None else TuningCache())
         out = dataclasses.replace(self, **chosen.choice.fields(), plan_info=chosen.as_dict())
         check(out, world_size, target)
@@ -119,35 +120,50 @@ def _pow2(x: int) -> bool:
     return x > 0 and (x & (x - 1)) == 0
 
 
-def check(cfg: OverlapConfig, world: int, target: Target) -> None:
-    """Every refusal of a resolved config before anything is allocated or launched on `target`."""
-    check_names(cfg)
-    check_split(cfg, world)
-    kc, total, gemm = cfg.kernel, cfg.total_sms, cfg.gemm_sms
-    if kc is None or total is None or gemm is None or cfg.comm_tile_m is None or cfg.comm_tile_n is None \
-            or cfg.sk_rounds is None or cfg.mode == AUTO:
-        raise InvalidConfig("mode", "the config is not resolved (OverlapConfig.resolve plans what is unset)")
+def check_kernel(kc: KernelConfig, datatype: str) -> None:
+    """The GEMM config's own ranges."""
     for name in ("BLK_M", "BLK_N", "BLK_K"):
         v = getattr(kc, name)
         if not _pow2(v) or not 16 <= v <= 512:
             raise InvalidConfig(f"kernel.{name}", f"{name} must be a power of two in [16, 512], got {v}")
-    for name, v, blk in (("comm_tile_m", cfg.comm_tile_m, kc.BLK_M), ("comm_tile_n", cfg.comm_tile_n, kc.BLK_N)):
-        if not _pow2(v) or v > blk:
-            raise InvalidConfig(name, f"{name} must be a power of two that divides the GEMM tile ({blk}), got {v}")
     if not 1 <= kc.num_stages <= 8:
         raise InvalidConfig("kernel.num_stages", f"num_stages must be in [1, 8], got {kc.num_stages}")
     if kc.num_warps not in (1, 2, 4, 8, 16):
         raise InvalidConfig("kernel.num_warps", f"num_warps must be one of 1, 2, 4, 8, 16, got {kc.num_warps}")
     if kc.gsize_m < 1:
         raise InvalidConfig("kernel.gsize_m", f"gsize_m must be >= 1, got {kc.gsize_m}")
-    if cfg.datatype == "int8" and kc.BLK_K < 32:
+    if datatype == "int8" and kc.BLK_K < 32:
         raise InvalidConfig("kernel.BLK_K", f"BLK_K must be >= 32 for int8 inputs (tl.dot's minimum K), got "
                                             f"{kc.BLK_K}")
+
+
+def check_given(cfg: OverlapConfig) -> None:
+    """What can be checked of the fields given, before the planner fills the rest."""
+    if cfg.kernel is not None:
+        check_kernel(cfg.kernel, cfg.datatype)
+    if cfg.sk_rounds is not None and not 1 <= cfg.sk_rounds <= MAX_SK_ROUNDS:
+        raise InvalidConfig("sk_rounds", f"sk_rounds must be in 1..{MAX_SK_ROUNDS}, got {cfg.sk_rounds}")
+    for name in ("total_sms", "gemm_sms"):
+        v = getattr(cfg, name)
+        if v is not None and v < 1:
+            raise InvalidConfig(name, f"{name} must be >= 1, got {v}")
+
+
+def check(cfg: OverlapConfig, world: int, target: Target) -> None:
+    """Every refusal of a resolved config before anything is allocated or launched on `target`."""
+    check_names(cfg)
+    check_split(cfg, world)
+    check_given(cfg)
+    kc, total = cfg.kernel, cfg.total_sms
+    if kc is None or total is None or cfg.gemm_sms is None or cfg.comm_tile_m is None or cfg.comm_tile_n is None \
+            or cfg.sk_rounds is None or cfg.mode == AUTO:
+        raise InvalidConfig("mode", "the config is not resolved (OverlapConfig.resolve plans what is unset)")
+    for name, v, blk in (("comm_tile_m", cfg.comm_tile_m, kc.BLK_M), ("comm_tile_n", cfg.comm_tile_n, kc.BLK_N)):
+        if not _pow2(v) or v > blk:
+            raise InvalidConfig(name, f"{name} must be a power of two that divides the GEMM tile ({blk}), got {v}")
     if not _pow2(cfg.comm_threads) or not 32 <= cfg.comm_threads <= 1024:
         raise InvalidConfig("comm_threads", f"comm_threads must be a power of two in [32, 1024], got "
                                             f"{cfg.comm_threads}")
-    if not 1 <= cfg.sk_rounds <= MAX_SK_ROUNDS:
-        raise InvalidConfig("sk_rounds", f"sk_rounds must be in 1..{MAX_SK_ROUNDS}, got {cfg.sk_rounds}")
     if not 0 < cfg.timeout_s < float("inf"):
         raise InvalidConfig("timeout_s", f"timeout_s must be a positive number of seconds, got {cfg.timeout_s}")
     # All programs of a launch must be resident at once (they wait on each other).

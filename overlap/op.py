@@ -171,12 +171,17 @@ class OverlapOp:
 
     def run(self, step: Step) -> None:
         """Queue a step (from step_for) on the current stream."""
+        self.check_usable()
+        self.runner.run(step)
+
+    def check_usable(self) -> None:
+        """RuntimeError if a step may not be launched: a wait gave up (until reset()), or the op was built for
+        another target."""
         if self.broken is not None:
             raise RuntimeError(f"OverlapOp is unusable: {self.broken}; call reset() on every rank")
         if not self.runnable:
             raise RuntimeError(f"OverlapOp was built for {self.target.name}, not this process's device "
                                f"({self.device}): its launches can be listed (launches()), not run")
-        self.runner.run(step)
 
     def prepare(self, kind: str = "step") -> None:
         """Bind the step's launches on the op's own buffers (and preload two_streams' kernels) now, not at the
