@@ -192,11 +192,12 @@ class TuningCache:
         except (KeyError, TypeError, ValueError):
             return None
 
-    def store(self, p: Problem, target: Target, winner: Candidate, measured_ms: float,
+    def store(self, p: Problem, target: Target, fields: Mapping[str, Any], measured_ms: float,
               tried: list[dict[str, Any]]) -> None:
+        """Store a measured winner: its OverlapConfig values of PLANNED_FIELDS."""
         data = self.entries()
-        fields = winner.fields()
-        fields["kernel"] = winner.gemm.config.as_dict()
+        fields = {name: fields[name] for name in PLANNED_FIELDS}
+        fields["kernel"] = fields["kernel"].as_dict()
         data[self.key(p, target)] = {"fields": fields, "measured_ms": measured_ms, "tried": tried,
                                      "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
         self.path.parent.mkdir(parents=True, exist_ok=True)

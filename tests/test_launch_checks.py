@@ -15,8 +15,8 @@ def test_launch_arguments_must_match_the_kernel() -> None:
     _check_arguments(comm_kernel, args)  # exactly the kernel's arguments: fine
     with pytest.raises(TypeError, match=r"unknown arguments \['epoch'\]"):
         _check_arguments(comm_kernel, {**args, "epoch": 1})
-    del args["claim_rotate"]
-    with pytest.raises(TypeError, match=r"missing \['claim_rotate'\]"):
+    del args["MOVE"]
+    with pytest.raises(TypeError, match=r"missing \['MOVE'\]"):
         _check_arguments(comm_kernel, args)
 
 

@@ -25,7 +25,6 @@ from results.sweep import (  # noqa: E402
     main,
     parse_config,
     plan,
-    planner_modes,
 )
 
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not on PATH")
@@ -321,34 +320,20 @@ def test_a_reference_whose_variants_already_run_in_the_cell_is_left_out(tmp_path
     assert notes == ["reference fused_all_gather_matmul (32, 32, 32) W=2: its variants already run in this cell"]
 
 
-def test_split_dims_and_algorithms_match_the_benchmark() -> None:
-    """BENCH_SPLIT and ALGORITHMS are written out (the sweep does not import the op); they must say what
-    overlap.algorithms and benchmark.py's checks say."""
-    from harness.config import ALGORITHMS as BENCHMARK_ALGORITHMS
-    from overlap.algorithms import ALGORITHMS as RECORDS
+def test_split_dims_algorithms_and_modes_come_from_the_spec(tmp_path: Path) -> None:
+    """The sweep reads the algorithms, their splits and the modes from spec (torch-free), as benchmark.py's
+    checks do; --modes takes every mode of spec.MODES."""
+    import spec
 
-    assert set(ALGORITHMS) == set(BENCHMARK_ALGORITHMS) == set(BENCH_SPLIT)
-    for alg, rec in RECORDS.items():
-        assert set(BENCH_SPLIT[alg]) == {rec.split} | ({"m"} if rec.splits_m() else set()), alg
+    assert set(ALGORITHMS) == set(spec.ALGORITHMS) == set(BENCH_SPLIT)
     assert BENCH_SPLIT["all_gather_gemm"] == ("m", "n") and BENCH_SPLIT["gemm_reduce_scatter"] == ("m", "k")
-
-
-def test_modes_come_from_the_planner(tmp_path: Path) -> None:
-    from overlap.planner import MODES as PLANNER_MODES
-
-    assert MODES == PLANNER_MODES and SWEEP_MODES == (*PLANNER_MODES, "auto")
-    # a mode the planner gains joins the sweep (read from the source, without importing the op)
-    fake = tmp_path / "planner.py"
-    fake.write_text('"""doc"""\nOTHER = ("x",)\nMODES = ("bulk_sync", "two_streams", "fused", "fused_sequential", '
-                    '"copy_engine")\nAUTO = "auto"\n')
-    assert planner_modes(fake) == ("bulk_sync", "two_streams", "fused", "fused_sequential", "copy_engine")
-    # not a literal any more: the module itself is asked
-    fake.write_text("BASE = ('bulk_sync',)\nMODES = (*BASE, 'fused')\n")
-    assert planner_modes(fake) == PLANNER_MODES
-    # --modes takes what the planner lists: copy_engine once overlap.planner.MODES has it, not before
+    assert MODES == tuple(spec.MODES) and SWEEP_MODES == (*spec.MODES, "auto")
     rc = main(["--modes", "copy_engine", "--algorithms", "none", "--references", "none", "--logdir", str(tmp_path),
                "--dry_run", "--no_plot"])
-    assert rc == (0 if "copy_engine" in PLANNER_MODES else 2)
+    assert rc == 0
+    code = "import sys, results.sweep; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]", out  # the sweep's flag checks and --dry_run load neither torch nor Triton
 
 
 def test_copy_engine_runs_only_where_it_is_built(tmp_path: Path) -> None:
