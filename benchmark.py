@@ -103,7 +103,7 @@ class Run:
         self.cfg, self.boot, self.shmem = cfg, boot, shmem
         shmem.reset_allocator()
         self.fx = OverlapFixture(cfg, shmem)
-        self.start_barrier = DeviceBarrier(shmem, cfg.timeout_s, max_stamps=1)
+        self.start_barrier = DeviceBarrier(shmem, cfg.op.timeout_s, max_stamps=1)
         self.fx.prepare()
         self.graph: Any = None
 
@@ -193,7 +193,7 @@ class Run:
         fx.check_errors()
         self.start_barrier.check()
         components: dict[str, Any] = {}
-        if cfg.mode in ("two_streams", "fused"):
+        if spec.MODES[cfg.mode].overlapped and shmem.get_num_ranks() > 1:  # one rank: no communication to bound
             _, g_alone = time_iterations(fx.gemm_alone, **timed)
             _, c_alone = time_iterations(fx.comm_alone, **timed)
             fx.check_errors()

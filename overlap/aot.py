@@ -37,7 +37,7 @@ def _type_of(value: Any, specialize: bool) -> tuple[Any, Any, bool]:
 
     if isinstance(value, tl.constexpr):
         return "constexpr", value.value, False
-    if value is None or isinstance(value, (bool, str)) or callable(value) and not isinstance(value, torch.Tensor):
+    if value is None or isinstance(value, (bool, str)) or (callable(value) and not isinstance(value, torch.Tensor)):
         return "constexpr", value, False
     if isinstance(value, torch.Tensor):
         return f"*{_TORCH_TYPES[value.dtype]}", None, value.data_ptr() % 16 == 0

@@ -54,13 +54,17 @@ class OverlapConfig:
     def resolved(self) -> bool:
         return self.plan_info is not None
 
-    def resolve(self, target: Target, world_size: int = 1, cache: Any = None) -> OverlapConfig:
-        """A copy with every unset field (and mode / schedule "auto") planned for this problem on `target`
-        (overlap.planner; `cache`: its tuning cache), checked. The fields given are kept. A resolved config
-        comes back as it is: the planner runs once per config."""
+    def resolve(self, target: Target | Any, world_size: int = 1, cache: Any = None) -> OverlapConfig:
+        """A copy with every unset field (and mode / schedule "auto") planned for this problem on `target` (a
+        spec.Target, or a torch.device: its target) with overlap.planner (`cache`: its tuning cache), checked. The
+        fields given are kept. A resolved config comes back as it is: the planner runs once per config."""
         check_names(self)
         if self.resolved:
             return self
+        if not isinstance(target, Target):
+            from overlap.target import device_target
+
+            target = device_target(target if getattr(target, "type", target) == "cuda" else None)
         from overlap.planner import Problem, TuningCache, plan
 
         fixed = {name: getattr(self, name) for name in PLANNED_FIELDS}
@@ -82,8 +86,11 @@ def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
     """Bytes of symmetric heap one op allocates on each rank (an upper bound while the GEMM tile is unplanned)."""
     check_names(cfg)
     blk_m, blk_n = (cfg.kernel.BLK_M, cfg.kernel.BLK_N) if cfg.kernel else (16, 16)
+    from overlap.modes import MODE_STEPS
+
+    copies = cfg.mode == AUTO or MODE_STEPS[cfg.mode].copies  # auto: enough for any mode the planner may pick
     return _heap_bytes(ALGORITHMS[cfg.algorithm], cfg.m, cfg.n, cfg.k, cfg.datatype, world_size, blk_m, blk_n,
-                       cfg.mode in ("copy_engine", AUTO))
+                       copies)
 
 
 # ---- checks ---------------------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ class OverlapOp:
         self.dtype = TORCH_DTYPES[cfg.datatype]
         self.out_dtype = output_dtype(cfg.datatype)
         self.buffers = OpBuffers.allocate(self.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, self.world, self.rank,
-                                          cfg.kernel.BLK_M, cfg.kernel.BLK_N, cfg.mode == "copy_engine", shmem,
+                                          cfg.kernel.BLK_M, cfg.kernel.BLK_N, self.mode.copies, shmem,
                                           self.device, self.dtype, self.out_dtype)
         self.parts = Parts(cfg, self.algorithm, self.buffers, self.target, self.rank, self.world,
                            shmem.get_heap_bases(), self.device)
@@ -83,7 +83,7 @@ class OverlapOp:
         # kernels last microseconds)
         self.comm_programs = mode.comm_programs(cfg.total_sms, cfg.gemm_sms, self.world)
         self.gemm: StreamKGemm = self.parts.gemm(self.gemm_programs)
-        two_streams = self.on_gpu and self.runnable and self.world > 1 and mode.name in ("two_streams", "copy_engine")
+        two_streams = self.on_gpu and self.runnable and self.world > 1 and self.mode.second_stream
         self.runner = StepRunner(self.device, two_streams)
         self._steps: dict[tuple, Step] = {}
         self._last: tuple[Any, Any, str, Step] | None = None

@@ -45,7 +45,6 @@ class Parts:
         assert cfg.kernel is not None and cfg.total_sms is not None and cfg.gemm_sms is not None
         self.cfg, self.alg, self.bufs, self.target = cfg, alg, bufs, target
         self.rank, self.world, self.heap_bases, self.device = rank, world, heap_bases, device
-        self.sequential = cfg.mode == "fused_sequential"
         self.main_programs = spec.MODES[cfg.mode].gemm_programs(cfg.total_sms, cfg.gemm_sms, world)
         self._gemms: dict[int, StreamKGemm] = {}
         self._engine: Any = None
@@ -116,12 +115,13 @@ class Parts:
 
     def overlap(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, step_programs: int,
                 comm_programs: int = 0, join: bool = False, claim: bool = False, peer_sync: bool = True,
-                traced: bool = False, wait_a: bool = True, gemm_gathers: bool = False, counts: bool = False
-                ) -> BoundLaunch:
+                traced: bool = False, wait_a: bool = True, push: bool = False, gemm_gathers: bool = False,
+                counts: bool = False) -> BoundLaunch:
         """The overlap kernel: `gemm`'s programs, then `comm_programs` communication programs; with `join` the GEMM
-        programs move tiles too once their GEMM work is done; with `counts` (copy_engine) the epilogue counts
-        finished tiles per band of tile rows instead of flagging each."""
-        alg, seq, bufs = self.alg, self.sequential, self.bufs
+        programs move tiles too once their GEMM work is done; with `push` (fused_sequential) the GEMM's epilogue
+        moves each tile itself (and `gemm_gathers`: each GEMM program pushes its share of A's rows first); with
+        `counts` (copy_engine) the epilogue counts finished tiles per band of tile rows instead of flagging each."""
+        alg, seq, bufs = self.alg, push, self.bufs
         epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
         if counts:
             epilogue = store_and_count
@@ -157,9 +157,9 @@ class Parts:
         move, move_flags = self._move(g, programs, claim, wait_ready)
         gather, gather_flags = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False,
                                             gemm_waits=False)
-        flags = constexprs(StepFlags, COMM=True, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False, GEMM_WAITS_ARRIVED=False,
-                           WAITS_ARRIVED=alg.writes_peers, ANNOUNCE=alg.writes_peers and not alg.zeroes_c,
-                           ZERO_C=alg.zeroes_c)
+        flags = constexprs(StepFlags, COMM=True, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False,
+                           GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=alg.writes_peers,
+                           ANNOUNCE=alg.writes_peers and not alg.zeroes_c, ZERO_C=alg.zeroes_c)
         args = {"heap_bases": self.heap_bases, "cur_rank": self.rank, "world_size": self.world,
                 "ERRORS": bufs.errors, "CLOCK": g.clock, "max_spins": g.max_spins, "TIMER": g.timer_kind,
                 "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m,

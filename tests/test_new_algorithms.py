@@ -15,15 +15,14 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
 
 import iris_ops
 import spec
 from overlap import OverlapConfig, OverlapOp, heap_bytes
+from stream_k import KernelConfig
 
 MODES = tuple(spec.MODES)
-from stream_k import KernelConfig
 
 SCRIPT = str(MPI_DIR / "op_new_algorithms.py")
 BENCH = str(REPO_ROOT / "benchmark.py")

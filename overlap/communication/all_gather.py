@@ -51,8 +51,8 @@ def gather_program(pid, num_programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_r
                 for k0 in range(0, K, KB):
                     rk = k0 + tl.arange(0, KB)
                     mask = rmask[:, None] & (rk < K)[None, :]
-                    vals = tl.load(GATHER.A_LOCAL + src_rows[:, None] * GATHER.stride_lm + rk[None, :] * GATHER.stride_lk,
-                                   mask=mask)
+                    src = GATHER.A_LOCAL + src_rows[:, None] * GATHER.stride_lm + rk[None, :] * GATHER.stride_lk
+                    vals = tl.load(src, mask=mask)
                     dst = GATHER.AG + rows[:, None] * GATHER.stride_gm + rk[None, :] * GATHER.stride_gk
                     tl.store(translate(dst, cur_rank, dest, heap_bases), vals, mask=mask)
             notify(GATHER.A_READY + slot * n_rb + rb, e, cur_rank, dest, heap_bases, "sys")

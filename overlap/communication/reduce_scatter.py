@@ -36,7 +36,8 @@ def reduce_scatter_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
         for sn in tl.static_range(BLK_N // CTN):
             rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
             vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
-            _add_rows_to_owners(vals, rm, rn, mask, MOVE.M, MOVE.DST, MOVE.stride_dm, MOVE.stride_dn, heap_bases, cur_rank, world_size)
+            _add_rows_to_owners(vals, rm, rn, mask, MOVE.M, MOVE.DST, MOVE.stride_dm, MOVE.stride_dn, heap_bases,
+                                cur_rank, world_size)
 
 
 @triton.jit

@@ -21,6 +21,9 @@ class ModeSteps:
     """One mode: its programs, its step, its cost, its checks. Subclasses write `step` and `peer_cost`."""
 
     name = ""
+    second_stream = False  # the step forks a second stream on a GPU (with peers)
+    copies = False  # the copy engines move the data: the op allocates their counts and buffers
+    pushes = False  # the GEMM programs move their own tiles from the epilogue (no communication programs)
     # What one step launches with one rank (nothing to communicate): every mode's step is then the stand-alone
     # GEMM (stream_k's kernel, the epoch counted on the device) on all of the mode's programs, A and B read where
     # they are, C written by the GEMM's epilogue; no zeroing, flags, waits or copies.

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 class CopyEngine(ModeSteps):
     name = "copy_engine"
+    second_stream = True
+    copies = True
 
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
         T, alg = parts.cfg.total_sms, parts.alg

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 class FusedSequential(ModeSteps):
     name = "fused_sequential"
+    pushes = True
 
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
         T, alg, interpreted = parts.cfg.total_sms, parts.alg, parts.target.interpreted
@@ -35,21 +36,21 @@ class FusedSequential(ModeSteps):
         step = Step("step")
         if alg.gathers_a:
             if not interpreted:  # each GEMM program pushes its share of A's rows, then computes
-                step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=T, traced=traced,
+                step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=T, traced=traced, push=True,
                                                       gemm_gathers=True)])]
             else:  # a program would wait on rows a later program pushes: the push first, a launch of its own
                 step.main = [("fused", [parts.comm(T, claim=False, step_programs=2 * T, traced=traced, a=a),
-                                        parts.overlap(gemm, a, b, step_programs=2 * T, traced=traced)])]
+                                        parts.overlap(gemm, a, b, step_programs=2 * T, traced=traced, push=True)])]
             return step
         if alg.zeroes_c:
             step.pre = [parts.zero_and_announce()]
         if alg.push_epilogue is not None:  # the epilogue moves every tile
-            step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=T, traced=traced)])]
+            step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=T, traced=traced, push=True)])]
         elif not interpreted:  # one_shot: publish from the epilogue, then reduce after the GEMM work
             step.main = [("fused", [parts.overlap(gemm, a, b, join=True, claim=True, step_programs=T,
-                                                  traced=traced)])]
+                                                  traced=traced, push=True)])]
         else:  # a program would wait on a tile of a later one: the reduce phase is a second launch
-            step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=2 * T, traced=traced),
+            step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=2 * T, traced=traced, push=True),
                                     parts.comm(T, claim=True, step_programs=2 * T, traced=traced)])]
         return step
 

@@ -31,6 +31,7 @@ def joins(parts: Parts) -> bool:
 
 class TwoStreams(ModeSteps):
     name = "two_streams"
+    second_stream = True
 
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
         T, G = parts.cfg.total_sms, parts.cfg.gemm_sms

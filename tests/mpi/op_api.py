@@ -231,7 +231,7 @@ def timeout_case(shmem, alg: str, mode: str) -> str:
         assert elapsed < TIMEOUT_BOUND_S, f"the failed step took {elapsed:.1f} s (bound {TIMEOUT_BOUND_S:.0f} s)"
         assert op.broken is not None, "op.broken is not set after check_errors() raised"
         expect_error(RuntimeError, op, "unusable", "reset()")
-        expect_error(RuntimeError, op.step, "unusable")
+        expect_error(RuntimeError, lambda: op.run(op.step_for()), "unusable")
         expect_error(RuntimeError, lambda: op(op.a, op.b), "unusable")
         detail = f"step returned after {called:.1f} s, check_errors raised after {elapsed:.1f} s: {msg}"
     else:
