@@ -107,7 +107,7 @@ def measure(shmem: Any, alg: str, mode: str, shape: tuple[int, int, int], args: 
     choice = op.gemm_choice
     gemm = StreamKGemm(choice.plan, dt, choice.config, device=device)
     c_alone = torch.empty(op.c.shape, dtype=op.out_dtype, device=device)
-    rows = torch.empty(args.calls, op.c.shape[1], dtype=op.out_dtype, device=device)
+    rows = torch.empty(max(3, args.calls), op.c.shape[1], dtype=op.out_dtype, device=device)
     tol = TOLERANCE[dt]
     errors: dict[str, float] = {}
 
