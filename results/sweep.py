@@ -6,7 +6,7 @@
     python -m results.sweep --grid model --logdir results/logs/h200x2/grid-COMMIT \\
         --figdir results/figures/h200x2/grid-COMMIT
 
-`--grid NAME` runs a named list of (shape, datatype) cells (GRIDS: `model` is issue 12's grid, `tiny` a
+`--grid NAME` runs a named list of (shape, datatype) cells (GRIDS: `model` the transformer-layer grid, `tiny` a
 CPU-sized one for CI), validated, beside every equal-output peer of every family (REFERENCES_FOR_GRID); `--shapes`
 adds cells of its own (each with every --datatypes). Within a cell the runs of ours and of the
 references take turns going first: even cells run the references first, odd cells run the whole
@@ -61,8 +61,8 @@ FAMILY = {name: alg.family.name for name, alg in spec.ALGORITHMS.items()}
 
 Cell = tuple[tuple[int, int, int], str]  # (M, N, K), datatype
 
-# Named grids: (M, N, K) and datatype. `model`: issue 12 (shapes of transformer layers, plus the two the
-# defaults were tuned on, an unaligned one and an fp16 one). `tiny`: small enough for the CPU interpreter
+# Named grids: (M, N, K) and datatype. `model`: shapes of transformer layers, plus the two the
+# defaults were tuned on, an unaligned one and an fp16 one. `tiny`: small enough for the CPU interpreter
 # (fp32: the interpreter has no bf16 atomic_add and loses fp16 atomic updates between ranks); every
 # dimension is even, so each split is legal over 2 ranks; 24x36x44 leaves K/2 = 22 and N/2 = 18 fp32
 # elements per row, rows that are not 16-byte aligned.
@@ -239,8 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def benchmark_takes_auto(python: str, script: str | Path) -> bool:
-    """Whether `script --help` lists `auto` under --mode (the planner's choice; benchmark.py gained it in
-    issue 12). One plain-Python call, a few seconds; False if it cannot be asked."""
+    """Whether `script --help` lists `auto` under --mode (the planner's choice; a benchmark.py of another
+    checkout may not take it). One plain-Python call, a few seconds; False if it cannot be asked."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     try:
         out = subprocess.run([python, str(script), "--help"], capture_output=True, text=True, timeout=180,
@@ -327,7 +327,7 @@ def plan(cfg: SweepConfig) -> tuple[list[Run], list[str]]:
 
     Cells are (world size, shape, datatype). Within a cell the references come first in even cells and the
     cell's whole list is reversed in odd ones (ours first, the references in reverse order): a deterministic
-    alternation, so neither side always runs first (issue 12, stable peers)."""
+    alternation, so neither side always runs first (stable peers)."""
     launcher = resolve_launcher(cfg.launcher)
     runs: list[Run] = []
     notes: list[str] = []

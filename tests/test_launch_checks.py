@@ -21,7 +21,7 @@ def test_launch_arguments_must_match_the_kernel() -> None:
 
 
 def test_commit_given_in_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A copied tree can carry a stale .git (the device machines' copy did): the commit passed in wins."""
+    """A copied tree can carry a stale .git: the commit passed in wins."""
     sysinfo.git_info.cache_clear()
     monkeypatch.setenv("STREAMK_PGAS_COMMIT", "0123abc")
     try:

@@ -1,4 +1,4 @@
-"""all_gather_gemm and gemm_reduce_scatter (issue 13): every mode on 2 and 4 ranks, steps back to back
+"""all_gather_gemm and gemm_reduce_scatter: every mode on 2 and 4 ranks, steps back to back
 with C poisoned between them (tests/mpi/op_new_algorithms.py), bf16 all_gather_gemm (no atomics, so the
 interpreter runs it), benchmark.py's validation and log, the reference peers, the bad inputs (M, N or K
 that the split cannot divide: exit 2, one line naming the flag, nothing left in the shared-memory folder),

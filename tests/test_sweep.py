@@ -85,7 +85,7 @@ def test_bad_flags_exit_2(flag: str, value: str, tmp_path: Path, capsys: pytest.
 
 
 def test_grid_plan_cells_peers_validation_and_alternating_order(tmp_path: Path) -> None:
-    """--grid model: issue 12's 10 cells (one fp16), every equal-output peer planned, validation implied, and
+    """--grid model: its 10 cells (one fp16), every equal-output peer planned, validation implied, and
     in each cell the side that runs first alternates (references first in even cells, ours first in odd)."""
     cfg = parse_config(["--grid", "model", "--modes", "auto", "--logdir", str(tmp_path), "--launcher", "mpirun"])
     assert cfg.validate and cfg.modes == ["auto"] and cfg.references == list(REFERENCES_FOR_GRID)

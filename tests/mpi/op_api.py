@@ -20,7 +20,7 @@ prints "OP_API_FAIL <name> rank R: <what>" and exits non-zero):
                 one_shot bulk_sync): the call ends and check_errors() raises RuntimeError within a bounded
                 time; the op is then broken (calling it raises) until reset() on both ranks, after which
                 steps on both ranks are right again
-    create_skew (only with --only create_skew; an expected failure today) the ranks create the op 1 s
+    create_skew (only with --only create_skew) the ranks create the op 1 s
                 apart with no barrier after create(): the first steps must still be right
 """
 
@@ -247,7 +247,7 @@ def timeout_case(shmem, alg: str, mode: str) -> str:
 
 
 def check_create_skew(shmem) -> str:
-    """Not in the default set (it fails today; tests/test_op.py runs it as an expected failure).
+    """Not in the default set (tests/test_op.py runs it on its own).
 
     No host barrier between create() and the first step, as the op's docstring and the README show it.
     Rank 1 creates its op only once something has landed in its heap (rank 0's first step announcing its
