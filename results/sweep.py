@@ -58,6 +58,8 @@ SWEEP_MODES = (*MODES, spec.AUTO)
 # Family of an algorithm (spec.sharding): the runs of one family end with the same output and are compared with
 # the same (equal-output) peers; the table keeps the best validated run of each family.
 FAMILY = {name: alg.family.name for name, alg in spec.ALGORITHMS.items()}
+# Modes that run every program as both GEMM and communication: --gemm_sms means nothing to them.
+NO_SPLIT_MODES = tuple(m.name for m in spec.MODES.values() if not m.splits_sms and not m.gemm_on_every_sm)
 
 Cell = tuple[tuple[int, int, int], str]  # (M, N, K), datatype
 
@@ -99,7 +101,7 @@ class SweepConfig:
     algorithms: list[str] = field(default_factory=lambda: list(ALGORITHMS))
     modes: list[str] = field(default_factory=lambda: list(MODES))
     gemm_sms: list[int | None] = field(default_factory=lambda: [None])  # None: benchmark.py's default split
-    no_split_modes: list[str] = field(default_factory=lambda: ["bulk_sync", "fused_sequential"])
+    no_split_modes: list[str] = field(default_factory=lambda: list(NO_SPLIT_MODES))
     total_sms: int | None = None
     blocks: list[tuple[int, int, int] | None] = field(default_factory=lambda: [None])
     iters: int = 50
@@ -213,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
       f"Default: {','.join(MODES)}; with --grid, auto if benchmark.py takes it (asked once through --help), else "
       "every mode. The table keeps the best validated run per family either way")
     a("--gemm_sms", default="default", help="--gemm_sms values to sweep ('default': benchmark.py's own split)")
-    a("--no_split_modes", default="bulk_sync,fused_sequential",
+    a("--no_split_modes", default=",".join(NO_SPLIT_MODES),
       help="modes that ignore --gemm_sms (all SMs do each phase): run once with the default split (or none)")
     a("--total_sms", type=int, default=None, help="--total_sms for every run (default: the device's SMs)")
     a("--blocks", default="default", help="BLK_MxBLK_NxBLK_K values ('default': benchmark.py's)")

@@ -348,3 +348,13 @@ def test_copy_engine_runs_only_where_it_is_built(tmp_path: Path) -> None:
     assert len([r for r in runs if r.what.get("mode") == "fused"]) == 2 * 5  # every algorithm, both splits
     assert any("all_reduce" in n and "copy_engine is not built" in n for n in notes)
     assert any("one_shot" in n and "copy_engine is not built" in n for n in notes)
+
+
+def test_grid_references_cover_every_familys_peers() -> None:
+    """REFERENCES_FOR_GRID (the reference launches of a grid cell) runs every equal-output peer of every family of
+    our algorithms (spec.baselines), and nothing else."""
+    import spec
+
+    variants = {v for coll in REFERENCES_FOR_GRID for v in COLLECTIVES[coll]}
+    peers = {p for alg in spec.ALGORITHMS.values() for p in spec.peers(alg.family.name)}
+    assert variants == peers
