@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 import spec
-from harness.checks import TOLERANCE
+from harness.checks import TOLERANCE, ConfigError, OneLineParser
 from harness.dtypes import torch_dtype
 
 SHAPES = ((768, 5120, 13824), (3000, 5000, 7000), (2000, 3000, 3000), (256, 8192, 8192))
@@ -159,8 +159,17 @@ def measure(shmem: Any, alg: str, mode: str, shape: tuple[int, int, int], args: 
             "gemm_ms_loops": gemm_ms, "calls": args.calls}
 
 
+def check_lists(algorithms: list[str], modes: list[str]) -> str | None:
+    """One line naming the first unknown algorithm or mode (None: all known)."""
+    for flag, given, valid in (("--algorithms", algorithms, spec.ALGORITHMS), ("--modes", modes, spec.MODES)):
+        bad = [x for x in given if x not in valid]
+        if bad or not given:
+            return f"{flag}: must be a comma-separated list of {', '.join(valid)}, got {','.join(given) or 'none'}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.op_overhead", description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python -m tools.op_overhead", description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", type=parse_shapes, default=list(SHAPES), help="MxNxK,... (default: the four above)")
     ap.add_argument("--datatype", default="bf16", choices=tuple(spec.DATATYPES))
     ap.add_argument("--algorithms", default=",".join(spec.ALGORITHMS))
@@ -171,14 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", default=None, help="JSON file for the rows (default: none)")
     try:
         args = ap.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    except ConfigError as exc:
+        print(f"op_overhead: error: {exc}", file=sys.stderr)
+        return 2
     algorithms = [a for a in args.algorithms.split(",") if a]
     modes = [m for m in args.modes.split(",") if m]
-    bad = [a for a in algorithms if a not in spec.ALGORITHMS] + [m for m in modes if m not in spec.MODES]
-    if bad or args.calls < 1 or args.loops < 1:
-        print(f"op_overhead: error: --algorithms/--modes/--calls/--loops: unknown or out of range: {bad or 'calls'}",
-              file=sys.stderr)
+    small = [name for name in ("calls", "loops") if getattr(args, name) < 1]
+    problem = check_lists(algorithms, modes) or (
+        f"--{small[0]}: must be >= 1, got {getattr(args, small[0])}" if small else None)
+    if problem:
+        print(f"op_overhead: error: {problem}", file=sys.stderr)
         return 2
     import iris_ops
     from overlap import OverlapOp

@@ -26,7 +26,8 @@ from typing import Any
 import torch
 
 import spec
-from harness.checks import TOLERANCE
+from harness.checks import TOLERANCE, ConfigError, OneLineParser
+from tools.op_overhead import check_lists
 
 
 def part(t: torch.Tensor, where: tuple[tuple[int, int], tuple[int, int]]) -> torch.Tensor:
@@ -121,7 +122,7 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     gpu = torch.cuda.is_available()
-    ap = argparse.ArgumentParser(prog="python -m tools.share_gpu_check", description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python -m tools.share_gpu_check", description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--shape", type=parse_shape, default=(4864, 4096, 8256) if gpu else (32, 32, 32))
     ap.add_argument("--datatype", default="bf16" if gpu else "fp32", choices=tuple(spec.DATATYPES))
@@ -130,14 +131,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     try:
         args = ap.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    except ConfigError as exc:
+        print(f"share_gpu_check: error: {exc}", file=sys.stderr)
+        return 2
     algorithms = [a for a in args.algorithms.split(",") if a]
     modes = [m for m in args.modes.split(",") if m]
-    bad = [a for a in algorithms if a not in spec.ALGORITHMS] + [m for m in modes if m not in spec.MODES]
-    if bad or args.steps < 1:
-        print(f"share_gpu_check: error: --algorithms/--modes/--steps: unknown or out of range: {bad or args.steps}",
-              file=sys.stderr)
+    problem = check_lists(algorithms, modes) or (f"--steps: must be >= 1, got {args.steps}" if args.steps < 1
+                                                 else None)
+    if problem:
+        print(f"share_gpu_check: error: {problem}", file=sys.stderr)
         return 2
     import iris_ops
     from iris_ops.bootstrap import get_bootstrap
