@@ -191,12 +191,14 @@ class OverlapOp:
     def launches(self, kind: str = "step", a: torch.Tensor | None = None, b: torch.Tensor | None = None
                  ) -> list[BoundLaunch]:
         """The Triton launches of a step of `kind` (kernel, grid `programs`, argument values `args`, `options`), in
-        queue order, bound but not run."""
-        if not self.runnable:
-            a = self.buffers.a if a is None else a
-            b = self.buffers.b if b is None else b
-            return self.mode.build(self.parts, kind, a, b).kernels()
-        return self.step_for(kind, a, b).kernels()
+        queue order: bound for inputs a and b (default: the op's own), never run (not collective)."""
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+        a = self.buffers.a if a is None else a
+        b = self.buffers.b if b is None else b
+        self._check_input("a", a)
+        self._check_input("b", b)
+        return self.mode.build(self.parts, kind, a, b).kernels()
 
     def _preload(self, kind: str, step: Step) -> None:
         """Run a two-stream step's kernels once, one after the other on one stream (every rank together).
