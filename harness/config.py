@@ -290,6 +290,7 @@ def op_fields(values: dict[str, Any], target: Target, datatype: str) -> dict[str
     """The OverlapConfig fields the command line fixes: a flag given fixes its field; a kernel flag given fixes the
     whole GEMM config, the target's default tile with the given parts replaced."""
     from stream_k.configs import default_config
+    from stream_k.select import default_tma
 
     fields: dict[str, Any] = {}
     kernel: dict[str, Any] = {}
@@ -306,7 +307,8 @@ def op_fields(values: dict[str, Any], target: Target, datatype: str) -> dict[str
         else:
             fields[path] = v
     if kernel:
-        fields["kernel"] = default_config(datatype, target.arch).replace(tma=target.tma).replace(**kernel)
+        base = default_config(datatype, target.arch).replace(tma=default_tma(target.arch, datatype))
+        fields["kernel"] = base.replace(**kernel)
     return fields
 
 

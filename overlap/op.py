@@ -49,7 +49,7 @@ from stream_k import StreamKGemm
 from stream_k.dtypes import DATATYPES as TORCH_DTYPES
 from stream_k.dtypes import output_dtype
 from stream_k.launch import BoundLaunch
-from stream_k.layout import aligned_rows, padded_zeros
+from stream_k.layout import aligned_rows, padded_zeros, tma_rows
 from stream_k.select import GemmChoice
 
 
@@ -137,7 +137,7 @@ class OverlapOp:
     def _in_place(self, t: torch.Tensor | None, name: str) -> torch.Tensor | None:
         """`t` itself when the GEMM can read it as it is; else its copy in a padded staging buffer of the op (made
         at the first such call; op.a / op.b are left as they are)."""
-        if t is None or (isinstance(t, torch.Tensor) and aligned_rows(t)):
+        if t is None or (isinstance(t, torch.Tensor) and self._in_place_rows(t)):
             return t
         self._check_input(name, t)
         staged = self._staging.get(name)
@@ -146,6 +146,13 @@ class OverlapOp:
             self._staging[name] = staged
         staged.copy_(t)
         return staged
+
+    def _in_place_rows(self, t: torch.Tensor) -> bool:
+        """Whether the GEMM reads `t` where it is (stream_k.layout): with TMA, any 16-byte aligned rows; without,
+        rows whose stride the kernel can vectorize."""
+        kc = self.cfg.kernel
+        assert kc is not None
+        return tma_rows(t) if kc.tma else aligned_rows(t)
 
     def step_for(self, kind: str = "step", a: torch.Tensor | None = None, b: torch.Tensor | None = None) -> Step:
         """The step of `kind` (overlap.step.KINDS) on inputs a and b (default: the op's own), its launches bound

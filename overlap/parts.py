@@ -56,8 +56,7 @@ class Parts:
         m, n, k = self.alg.family.gemm_shape(cfg.m, cfg.n, cfg.k, self.world)
         fixed = {"config": kc, "schedule": cfg.schedule, "two_tiles": cfg.two_tiles, "sk_rounds": cfg.sk_rounds,
                  "sk_first": cfg.sk_first}
-        return choose_gemm(m, n, k, cfg.datatype, programs, self.target.arch, sms=self.target.sms,
-                           tma=self.target.tma, fixed=fixed)
+        return choose_gemm(m, n, k, cfg.datatype, programs, self.target.arch, sms=self.target.sms, fixed=fixed)
 
     def gemm(self, programs: int) -> StreamKGemm:
         """The GEMM on `programs` programs (one workspace per program count)."""

@@ -72,7 +72,7 @@ def gemm_options(p: Problem, target: Target, programs: int, fixed: Mapping[str, 
         rounds = [1, 2] if p.world_size > 1 and p.algorithm != "one_shot" else [1]
     out = []
     for r in rounds:
-        for choice in gemm_candidates(m, n, k, p.datatype, programs, target.arch, sms=target.sms, tma=target.tma,
+        for choice in gemm_candidates(m, n, k, p.datatype, programs, target.arch, sms=target.sms,
                                       fixed=_gemm_fixed(fixed, r)):
             if r == 1 or choice.plan.sk_tiles:  # rounds cut Stream-K tiles: none to cut in a data-parallel plan
                 out.append(choice)
@@ -185,7 +185,7 @@ class TuningCache:
             f["kernel"] = KernelConfig(**f["kernel"])
             programs = spec.MODES[f["mode"]].gemm_programs(f["total_sms"], f["gemm_sms"], p.world_size)
             m, n, k = p.local()
-            choice = choose_gemm(m, n, k, p.datatype, programs, target.arch, sms=target.sms, tma=target.tma,
+            choice = choose_gemm(m, n, k, p.datatype, programs, target.arch, sms=target.sms,
                                  fixed={"config": f["kernel"], "schedule": f["schedule"], "two_tiles": f["two_tiles"],
                                         "sk_rounds": f["sk_rounds"]})
             return Candidate(f["mode"], f["total_sms"], f["gemm_sms"], choice, f["comm_tile_m"], f["comm_tile_n"])

@@ -23,7 +23,8 @@ import triton.language as tl
 
 import iris_ops.device as device
 from stream_k.configs import KernelConfig, default_config
-from stream_k.kernel import store_and_signal, streamk_gemm_kernel
+from stream_k.gemm import c_store_columns
+from stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
 
 _PTR = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int8": "*i8"}
 _OUT = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int8": "*i32"}
@@ -51,12 +52,18 @@ def compile_kernel(dtype_name: str, cfg: KernelConfig, arch: int = 90, trace: bo
         "TIMER": device.TIMER_GLOBALTIMER if trace else device.TIMER_LOGICAL,
         "INPUT_PRECISION": cfg.input_precision if dtype_name == "fp32" else None,
         "NUM_XCDS": 1, "USE_TMA": cfg.tma, "SK_FIRST": False, "SK_ROUNDS": sk_rounds,
+        "REDUCE_LOADS": cfg.reduce_loads,
     }
     if cfg.tma:
         elem = _PTR[dtype_name][1:]
         ptr_args["A"] = f"tensordesc<{elem}[{cfg.BLK_M}, {cfg.BLK_K}]>"
         ptr_args["B"] = f"tensordesc<{elem}[{cfg.BLK_K}, {cfg.BLK_N}]>"
         ptr_args["P_DESC"] = f"tensordesc<{'i32' if dtype_name == 'int8' else 'fp32'}[{cfg.BLK_M}, {cfg.BLK_N // 2}]>"
+        if not trace:  # the stand-alone launch: C stored by the copy engine
+            elem = 1 if dtype_name == "int8" else (4 if dtype_name == "fp32" else 2)
+            cols = c_store_columns(cfg.BLK_M, cfg.BLK_N, 4 if dtype_name == "int8" else elem)
+            ptr_args["C"] = f"tensordesc<{_OUT[dtype_name][1:]}[{cfg.BLK_M}, {cols}]>"
+            constexprs["EPILOGUE"] = store_tma_and_signal
     else:
         constexprs["P_DESC"] = None
     ptr_args["LAUNCHES"] = "*i64"  # the device-counted epoch (StreamKGemm's default launch)

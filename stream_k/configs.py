@@ -49,6 +49,13 @@ class KernelConfig:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def reduce_loads(self) -> int:
+        """Partials the Stream-K fix-up reads at once: as many half-tile loads as fit beside the tile's two half sums
+        in ~160 registers a thread (one for 128 x 256 on 8 warps, three for 64 x 128 on 4, eight for 64 x 64 on 4)."""
+        regs_per_half = max(1, self.BLK_M * self.BLK_N // 2 // (32 * self.num_warps))
+        return max(1, min(8, (160 - 2 * regs_per_half) // regs_per_half))
+
 
 _NVIDIA_SM90 = {
     "bf16": KernelConfig(128, 256, 64, 3, 8),

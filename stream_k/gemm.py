@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -22,11 +23,20 @@ from iris_ops.device import decode_error, default_timer_kind, spin_budget
 from stream_k.configs import KernelConfig, current_arch, default_config
 from stream_k.dtypes import DATATYPES as DTYPES
 from stream_k.dtypes import output_dtype
-from stream_k.kernel import store_and_signal, streamk_gemm_kernel
+from stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
 from stream_k.launch import BoundLaunch
+from stream_k.layout import padded_zeros, tma_rows
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
+from stream_k.select import choose_gemm
 
 _INT32_MAX = 2**31 - 1
+
+
+def c_store_columns(blk_m: int, blk_n: int, elem: int) -> int:
+    """Columns of the pieces store_tma_and_signal stores a tile in (its C descriptor's block width): 16 KiB pieces,
+    but no fewer columns than a quarter of the tile."""
+    return max(blk_n // 4, min(blk_n, 16384 // (blk_m * elem)))
+BOUND_LAUNCHES = 16  # buffer sets whose bound launch a StreamKGemm keeps
 
 
 def dtype_name(dtype: torch.dtype | str) -> str:
@@ -105,7 +115,7 @@ class StreamKGemm:
         self.launches = torch.zeros(1, dtype=torch.int64, device=self.device)
         self.epoch = 0
         self._counted = 0  # the host's count when the device last counted a launch
-        self._bound: tuple[tuple, BoundLaunch] | None = None  # (the call's buffers, their bound launch)
+        self._bound: OrderedDict[tuple, BoundLaunch] = OrderedDict()  # the call's buffers -> their bound launch
         self.hip = is_hip()
         amd = {"waves_per_eu": cfg.waves_per_eu, "matrix_instr_nonkdim": cfg.matrix_instr_nonkdim, "kpack": cfg.kpack}
         self._amd_options = {k: v for k, v in amd.items() if v is not None} if self.hip else {}
@@ -115,22 +125,29 @@ class StreamKGemm:
         self.num_xcds = cfg.num_xcds if self.hip else 1
         self._compiled: Any = None
         self._p_desc: Any = None
+        self._stages: list[torch.Tensor | None] = [None, None]  # A's and B's staging buffers (rows not TMA-aligned)
+        self.staged_copies = 0
 
     @classmethod
     def create(cls, M: int, N: int, K: int, dtype: torch.dtype | str, num_programs: int | None = None, *,
                config: KernelConfig | None = None, schedule: str = AUTO_SCHEDULE, two_tiles: bool = True,
                sk_first: bool = False, sk_rounds: int = 1, device: torch.device | str | None = None,
                timeout_s: float = 10.0) -> StreamKGemm:
-        """Plan M x N x K over num_programs (default: every SM) with `config` (default: default_config); schedule
-        "auto" takes the cheaper of data-parallel and the one-tile hybrid (stream_k.plan)."""
+        """Plan M x N x K over num_programs (default: every SM). Without `config` the tile, TMA and (with schedule
+        "auto") the schedule are chosen for the shape (stream_k.select.choose_gemm); with one, `schedule` "auto"
+        takes the cheaper of data-parallel and the one-tile hybrid for that tile (stream_k.plan)."""
         name = dtype_name(dtype)
-        cfg = config if config is not None else default_config(name)
         dev = torch.device(device) if device is not None else default_device()
         programs = num_programs if num_programs is not None else default_num_programs(dev)
-        plan = plan_streamk(M, N, K, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, programs, gsize_m=cfg.gsize_m,
-                            two_tiles=two_tiles, schedule=schedule, sk_first=sk_first,
-                            sk_rounds=sk_rounds)
-        return cls(plan, name, cfg, device=dev, timeout_s=timeout_s)
+        if config is None:
+            fixed = {"schedule": schedule, "sk_first": sk_first, "sk_rounds": sk_rounds,
+                     "two_tiles": None if schedule == AUTO_SCHEDULE else two_tiles}
+            choice = choose_gemm(M, N, K, name, programs, current_arch(), sms=default_num_programs(dev),
+                                 fixed=fixed)
+            return cls(choice.plan, name, choice.config, device=dev, timeout_s=timeout_s)
+        plan = plan_streamk(M, N, K, config.BLK_M, config.BLK_N, config.BLK_K, programs, gsize_m=config.gsize_m,
+                            two_tiles=two_tiles, schedule=schedule, sk_first=sk_first, sk_rounds=sk_rounds)
+        return cls(plan, name, config, device=dev, timeout_s=timeout_s)
 
     # ---- launching ------------------------------------------------------------------------------
 
@@ -178,8 +195,14 @@ class StreamKGemm:
         self._check(a, b, c, tile_flags, gemm_trace)
         p, cfg = self.plan, self.config
         A, B = (self._descriptors(a, b) if cfg.tma else (a, b))
+        C = c
+        if epilogue is None and cfg.tma and tma_rows(c):  # the copy engine stores C (any 16-byte aligned rows)
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            C = TensorDescriptor.from_tensor(c, [p.BLK_M, c_store_columns(p.BLK_M, p.BLK_N, c.element_size())])
+            epilogue = store_tma_and_signal
         return {
-            "A": A, "B": B, "C": c, "P": self.partials, "LOCKS": self.locks,
+            "A": A, "B": B, "C": C, "P": self.partials, "LOCKS": self.locks,
             "TILE_FLAGS": tile_flags, "GEMM_TRACE": gemm_trace, "CLOCK": self.clock, "ERRORS": self.errors,
             "M": p.M, "N": p.N, "K": p.K,
             "stride_am": a.stride(0), "stride_ak": a.stride(1), "stride_bk": b.stride(0), "stride_bn": b.stride(1),
@@ -193,6 +216,7 @@ class StreamKGemm:
             "INPUT_PRECISION": cfg.input_precision if self.dtype_name == "fp32" else None,
             "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma, "SK_FIRST": p.sk_first,
             "SK_ROUNDS": p.sk_rounds, "P_DESC": self._partials_descriptor() if cfg.tma else None,
+            "REDUCE_LOADS": cfg.reduce_loads,
         }
 
     def _partials_descriptor(self) -> Any:
@@ -210,7 +234,7 @@ class StreamKGemm:
 
         p = self.plan
         for name, t in (("a", a), ("b", b)):
-            if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
+            if not tma_rows(t):
                 raise ValueError(f"tma=True needs {name} row-major with 16-byte aligned rows; got strides {t.stride()}")
         return (TensorDescriptor.from_tensor(a, [p.BLK_M, p.BLK_K]),
                 TensorDescriptor.from_tensor(b, [p.BLK_K, p.BLK_N]))
@@ -227,7 +251,15 @@ class StreamKGemm:
 
         The epoch is counted on the device (the class's docstring), so the launch may be captured in a CUDA graph
         and replayed. An explicit `epoch` is an argument of the launch instead: capturing such a call is refused
-        (RuntimeError), since every replay would reuse it."""
+        (RuntimeError), since every replay would reuse it.
+
+        With TMA on (the default on NVIDIA sm_90+), A and B are read in place when their rows are 16-byte aligned
+        (stream_k.layout.tma_rows: for bf16 / fp16, a row stride that is a multiple of 8 elements); otherwise each
+        is first copied into a staging buffer of this GEMM with padded rows (one device copy per call, counted in
+        `staged_copies`), and C is stored by the copy engine when its rows are 16-byte aligned, else by the
+        program's threads."""
+        if self.config.tma:
+            a, b = self._staged(a, 0), self._staged(b, 1)
         if epoch is not None:
             self._refuse_capture(stream)
             args = self.launch_args(a, b, c, tile_flags=tile_flags, gemm_trace=gemm_trace, epilogue=epilogue,
@@ -249,19 +281,37 @@ class StreamKGemm:
             self._compiled = launch.compiled
         return c
 
+    def _staged(self, t: torch.Tensor, which: int) -> torch.Tensor:
+        """`t` itself when the copy engine can read its rows, else a copy in this GEMM's staging buffer (made once)."""
+        if tma_rows(t):
+            return t
+        stage = self._stages[which]
+        if stage is None or stage.shape != t.shape or stage.dtype != t.dtype or stage.device != t.device:
+            stage = padded_zeros(t.shape[0], t.shape[1], t.dtype, t.device)
+            self._stages[which] = stage
+        stage.copy_(t)
+        self.staged_copies += 1
+        return stage
+
     def _launch_for(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
                     gemm_trace: torch.Tensor | None, epilogue: Any, heap_bases: torch.Tensor | None, cur_rank: int,
                     world_size: int) -> BoundLaunch:
-        """The bound launch of these buffers with the device-counted epoch: the last one made, if the buffers are
-        the same (one kept: a caller that passes new tensors every call pays Triton's launch path, as before)."""
+        """The bound launch of these buffers with the device-counted epoch (the last BOUND_LAUNCHES buffer sets are
+        kept, so a caller rotating a few input sets stays on bound launches)."""
         buffers = [(t.data_ptr(), tuple(t.shape), t.stride()) if isinstance(t, torch.Tensor) else t
                    for t in (a, b, c, tile_flags, gemm_trace, heap_bases)]
         key = (*buffers, epilogue, cur_rank, world_size)
-        if self._bound is None or self._bound[0] != key:
+        launch = self._bound.get(key)
+        if launch is None:
             args = self._args(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size, 0)
-            self._bound = (key, BoundLaunch(streamk_gemm_kernel, self.plan.num_programs,
-                                            {**args, "LAUNCHES": self.launches}, self.launch_options()))
-        return self._bound[1]
+            launch = BoundLaunch(streamk_gemm_kernel, self.plan.num_programs, {**args, "LAUNCHES": self.launches},
+                                 self.launch_options())
+            self._bound[key] = launch
+            if len(self._bound) > BOUND_LAUNCHES:
+                self._bound.popitem(last=False)
+        else:
+            self._bound.move_to_end(key)
+        return launch
 
     def _refuse_capture(self, stream: Any) -> None:
         """RuntimeError if this launch (with an explicit epoch) is being captured into a CUDA graph."""
@@ -298,6 +348,7 @@ class StreamKGemm:
         """Plan, config, epoch and the options that had no effect on this backend."""
         return {"plan": self.plan.as_dict(), "config": self.config.as_dict(), "dtype": self.dtype_name,
                 "device": str(self.device), "arch": current_arch(), "epoch": self.epoch,
+                "staged_copies": self.staged_copies,
                 "timeout_s": self.timeout_s, "max_spins": self.max_spins, "timer_kind": self.timer_kind,
                 "unused_options": list(self.unused_options)}
 
@@ -308,12 +359,15 @@ _CACHE: dict[tuple, StreamKGemm] = {}
 def matmul(a: torch.Tensor, b: torch.Tensor, num_programs: int | None = None, *,
            schedule: str = AUTO_SCHEDULE, two_tiles: bool = True, config: KernelConfig | None = None,
            **cfg: Any) -> torch.Tensor:
-    """C = A @ B with the Stream-K kernel (new output tensor). `cfg` overrides fields of the default config."""
+    """C = A @ B with the Stream-K kernel (new output tensor). Without `config` or `cfg` the GEMM is chosen for the
+    shape (StreamKGemm.create); `cfg` overrides fields of `config` (default: the arch's default config)."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs a (M, K) and b (K, N); got {tuple(a.shape)} and {tuple(b.shape)}")
     name = dtype_name(a.dtype)
-    base = config if config is not None else default_config(name)
-    conf = base.replace(**cfg) if cfg else base
+    conf = None
+    if config is not None or cfg:
+        base = config if config is not None else default_config(name)
+        conf = base.replace(**cfg) if cfg else base
     M, K = a.shape
     N = b.shape[1]
     programs = num_programs if num_programs is not None else default_num_programs(a.device)

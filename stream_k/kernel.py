@@ -5,15 +5,15 @@ The whole work of one GEMM program is the device function
     streamk_program(
         pid, num_programs,                    # this program's id in 0..num_programs-1, and how many compute
         A, B, C,                              # A: M x K, B: K x N (any strides), C: M x N
-        P, LOCKS,                             # workspace: P [num_programs, BLK_M, BLK_N] fp32 (int32 for
-                                              #   int8), LOCKS [num_programs] int32 epochs
+        P, LOCKS,                             # workspace: P [2 * SK_ROUNDS * num_programs, BLK_M, BLK_N] fp32
+                                              #   (int32 for int8), LOCKS [num_tiles] int32 arrival counters (0)
         TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,  # int32 [num_tiles] or None; int64 [num_tiles, 3] or None;
                                               #   1-element int64 (logical timer); int32 [1] error word
         M, N, K,
         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
         sk_tiles,                             # from StreamKPlan (its SK rounds are computed in-kernel)
         epoch,                                # > every earlier launch's epoch on this workspace
-        max_spins,                            # poll budget of a fix-up wait (iris_ops.device.spin_budget)
+        max_spins,                            # poll budget of an A_READY wait (iris_ops.device.spin_budget)
         heap_bases, cur_rank, world_size,     # handed to EPILOGUE untouched (None, 0, 1 on one GPU)
         BLK_M, BLK_N, BLK_K, GSIZE_M,         # constexpr: tile sizes, tile-order group height
         EVEN_K,                               # constexpr: K % BLK_K == 0
@@ -26,8 +26,10 @@ The whole work of one GEMM program is the device function
         SK_FIRST=False,                       # constexpr: the Stream-K share before the DP tiles
         SK_ROUNDS=1,                          # constexpr: Stream-K rounds (plan.sk_rounds; the last one aligned)
         P_DESC=None,                          # with USE_TMA: P as a tensor descriptor over [slots * BLK_M, BLK_N],
-                                              #   blocks [BLK_M, BLK_N // 2]; contributors write partials and
-                                              #   owners read them through it (_store_partial, _load_partial)
+                                              #   blocks [BLK_M, BLK_N // 2]; pieces are written and summed
+                                              #   through it (_store_partial, _sum_pieces)
+        A_READY=None, a_rows=1,               # all-gather of A (see streamk_program's docstring)
+        REDUCE_LOADS=1,                       # constexpr: partials a tile's last piece reads at once
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -44,11 +46,15 @@ then, when TILE_FLAGS is not None, a barrier and a release `TILE_FLAGS[tile_id] 
 Schedule (see stream_k/plan.py, whose `work_items` mirrors this loop): DP tiles 0..dp_tiles-1
 first (p, p+P, ...), then the program's Stream-K range of each round, tile by tile in reverse order
 (with SK_ROUNDS > 1 the last round is aligned: one piece of one tile per program, `_sk_round`);
-with SK_FIRST the Stream-K ranges first, then the DP tiles. A contributor in round r
-stores its partial into P[r * P + pid] and releases LOCKS[r * P + pid] = epoch; the owner acquires
-the LOCKS of each contributor q in ascending order and adds the partials in that order, so results
-are bit-identical run to run. A fix-up wait that exceeds max_spins records ERR_STREAMK_FIXUP in ERRORS
-and carries on (the tile is then wrong, and the host raises), so nothing can hang.
+with SK_FIRST the Stream-K ranges first, then the DP tiles.
+
+Fix-up (no program ever waits for another): every *piece* of a split tile (the part of the tile's K loop
+that one program's range holds) is stored as an fp32 partial in workspace slot P[(r * P + pid) * 2 + side]
+(side 0: the piece holds the start of the program's range in round r; side 1: its end), then the program adds
+one to the tile's arrival counter LOCKS[tile] (acq_rel). The program that arrives last sums the tile's pieces in
+the order of their programs (so results are bit-identical run to run, whoever arrives last), resets the counter
+to 0 for the next launch, and runs the EPILOGUE. Programs may run in any order (the interpreter runs them one
+after another), and a tile's pieces cost one partial store each and one read of each partial by the last.
 
 Main loop: full BLK_K steps with unmasked loads (rows / columns past M / N are clamped to 0 and
 masked at the store); when K % BLK_K != 0 the tile's last K block is one peeled, masked iteration,
@@ -64,7 +70,6 @@ import triton.language as tl
 
 from iris_ops.device import (
     ERR_A_ROWS,
-    ERR_STREAMK_FIXUP,
     fence_proxy_async_global,
     read_timer,
     record_error,
@@ -73,7 +78,6 @@ from iris_ops.device import (
 )
 from stream_k.tiles import tile_coords
 
-_ERR_FIXUP: tl.constexpr = tl.constexpr(ERR_STREAMK_FIXUP)
 _ERR_A_ROWS: tl.constexpr = tl.constexpr(ERR_A_ROWS)
 _INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
 
@@ -86,6 +90,45 @@ def store_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_F
     c_ptrs = C + rm[:, None] * stride_cm + rn[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(C.dtype.element_ty), mask=mask)
     if TILE_FLAGS is not None:
+        tl.debug_barrier()
+        tl.atomic_xchg(TILE_FLAGS + tile_id, epoch, sem="release", scope="gpu")
+
+
+@triton.jit
+def _halves(x):
+    """The two column halves of a 2-D block."""
+    return tl.split(tl.permute(tl.reshape(x, (x.shape[0], 2, x.shape[1] // 2)), (0, 2, 1)))
+
+
+@triton.jit
+def store_tma_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                         heap_bases, cur_rank, world_size):
+    """EPILOGUE for C given as a tensor descriptor whose block is one, a half or a quarter of the tile's columns
+    (stream_k.gemm.c_store_columns: a 16 KiB piece or a quarter tile): the tile goes through shared memory to the
+    copy engine piece after piece, in one staging buffer small enough to sit beside the pipeline's, and the copy
+    engine drops what lies past M and N, so C's rows need only be 16-byte aligned. With TILE_FLAGS, the stores are
+    waited for before the release, as in store_and_signal."""
+    BLK_N: tl.constexpr = acc.shape[1]
+    PIECE: tl.constexpr = C.block_shape[1]
+    row = tl.min(rm, axis=0)
+    col = tl.min(rn, axis=0)
+    c = acc.to(C.dtype)
+    if PIECE == BLK_N:
+        C.store([row, col], c)
+    else:
+        a, b = _halves(c)
+        if PIECE == BLK_N // 2:
+            C.store([row, col], a)
+            C.store([row, col + PIECE], b)
+        else:
+            a0, a1 = _halves(a)
+            b0, b1 = _halves(b)
+            C.store([row, col], a0)
+            C.store([row, col + PIECE], a1)
+            C.store([row, col + 2 * PIECE], b0)
+            C.store([row, col + 3 * PIECE], b1)
+    if TILE_FLAGS is not None:
+        wait_bulk_stores()
         tl.debug_barrier()
         tl.atomic_xchg(TILE_FLAGS + tile_id, epoch, sem="release", scope="gpu")
 
@@ -164,7 +207,7 @@ def _partial_ptrs(P, slot, BLK_M: tl.constexpr, BLK_N: tl.constexpr):
 
 @triton.jit
 def _store_partial(P, P_DESC, slot, acc, BLK_M: tl.constexpr, BLK_N: tl.constexpr, USE_TMA: tl.constexpr):
-    """A contributor's accumulator into workspace slot P[slot], complete before the caller's release.
+    """A piece's accumulator into workspace slot P[slot], complete before the caller's release.
 
     With USE_TMA the two column halves go through shared memory to the copy engine (no layout change of
     the accumulator in registers); `wait_bulk_stores` waits until the copy engine's writes are complete
@@ -180,22 +223,53 @@ def _store_partial(P, P_DESC, slot, acc, BLK_M: tl.constexpr, BLK_N: tl.constexp
 
 
 @triton.jit
-def _load_partial(P, P_DESC, slot, BLK_M: tl.constexpr, BLK_N: tl.constexpr, USE_TMA: tl.constexpr):
-    """Workspace slot P[slot], a contributor's partial, after its LOCKS word was acquired.
+def _piece_slot(q, t_start, rnd, num_programs, q_start):
+    """The workspace slot of program q's piece of a tile whose first (round-local) iteration is t_start: side 0
+    when q's range in round rnd starts in that tile (q_start >= t_start), else side 1 (it ends there)."""
+    return (rnd * num_programs + q) * 2 + (q_start < t_start).to(tl.int32)
 
-    With USE_TMA the copy engine brings it into shared memory in two column halves, read from there
-    straight into the accumulator's layout (the reshape / split / join only relabel registers). The
-    plain load of the whole tile beside the live accumulator runs out of registers and is issued a
-    few loads at a time: ~5 us per partial on an H200, against ~0.6 us per K step. The proxy fence
-    orders the acquire (generic proxy) before the copy engine's read (async proxy)."""
-    if USE_TMA:
-        fence_proxy_async_global()
-        lo = P_DESC.load([slot * BLK_M, 0])
-        hi = P_DESC.load([slot * BLK_M, BLK_N // 2])
-        part = tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
-    else:
-        part = tl.load(_partial_ptrs(P, slot, BLK_M, BLK_N), cache_modifier=".cg")
-    return part
+
+@triton.jit
+def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE: tl.constexpr,
+                BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr, REDUCE_LOADS: tl.constexpr):
+    """The sum of round-local tile ts's pieces, in the order of their programs (the tile's final accumulator).
+
+    The pieces belong to programs first..last (the aligned round: ts * SPLIT + j for the j that hold iterations).
+    Each column half of the tile is summed on its own (a whole 128 x 256 partial beside the sum would not fit in
+    8 warps' registers), REDUCE_LOADS partials at a time: their loads are independent, so they are in flight
+    together instead of one L2 round trip per partial. A piece left out (past the last program, or an aligned
+    piece of no iterations) loads zeros."""
+    t_start = ts * iters_per_tile
+    first = tl.where(aligned, ts * SPLIT, _sk_program_of(t_start, sk_ipp, sk_rem))
+    last = tl.where(aligned, ts * SPLIT + SPLIT - 1, _sk_program_of(t_start + iters_per_tile - 1, sk_ipp, sk_rem))
+    offs = tl.arange(0, BLK_M)[:, None] * BLK_N + tl.arange(0, BLK_N // 2)[None, :]
+    lo = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
+    hi = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
+    for q0 in range(first, last + 1, REDUCE_LOADS):
+        for half in tl.static_range(2):
+            for u in tl.static_range(REDUCE_LOADS):
+                q = q0 + u
+                j = q - first
+                held = (q <= last) & ~(aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT))
+                q_start = tl.where(aligned, t_start, q * sk_ipp + tl.minimum(q, sk_rem))
+                slot = _piece_slot(q, t_start, rnd, num_programs, q_start)
+                mask = (offs * 0 + held.to(tl.int32)) != 0  # the scalar, as a tensor (the interpreter's need)
+                part = tl.load(P + slot * (BLK_M * BLK_N) + half * (BLK_N // 2) + offs, mask=mask, other=0,
+                               cache_modifier=".cg")
+                if half == 0:
+                    lo += part
+                else:
+                    hi += part
+    return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
+
+
+@triton.jit
+def _pieces_of(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT: tl.constexpr):
+    """How many pieces (programs with iterations in it) round-local tile ts has."""
+    t_start = ts * iters_per_tile
+    first = _sk_program_of(t_start, sk_ipp, sk_rem)
+    last = _sk_program_of(t_start + iters_per_tile - 1, sk_ipp, sk_rem)
+    return tl.where(aligned, tl.minimum(iters_per_tile, SPLIT), last - first + 1)
 
 
 @triton.jit
@@ -274,6 +348,7 @@ def streamk_program(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
+    REDUCE_LOADS: tl.constexpr = 1,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
@@ -281,8 +356,7 @@ def streamk_program(
     a_rows rows; before a work item reads A, the program waits (acquire, system scope) until
     A_READY[slot * cdiv(M, BLK_M) + pid_m] >= epoch for every slot that the tile's row block overlaps."""
     pid = remap_xcd(pid, num_programs, NUM_XCDS)
-    SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
-    ACC_TYPE: tl.constexpr = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
+    ACC_TYPE: tl.constexpr = P.dtype.element_ty  # the workspace holds accumulators: fp32, or int32 for int8
     iters_per_tile = tl.cdiv(K, BLK_K)
     num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
     dp_tiles = num_tiles - sk_tiles
@@ -294,6 +368,7 @@ def streamk_program(
         n_sk += _sk_items(start_r, end_r, iters_per_tile)
 
     for w in range(n_dp + n_sk):
+        t_begin = 0
         if GEMM_TRACE is not None:
             t_begin = read_timer(CLOCK, TIMER)
         if SK_FIRST:
@@ -351,35 +426,63 @@ def streamk_program(
             acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
                             stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
 
-        if k_hi < iters_per_tile:
-            # Contributor: publish the partial for the tile's owner (a higher pid).
-            slot = rnd * num_programs + pid
-            _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
-            tl.debug_barrier()
-            tl.atomic_xchg(LOCKS + slot, epoch, sem="release", scope="gpu")
-        else:
-            if k_lo > 0:
-                # Owner of a split tile: add the contributors' partials, lowest pid first.
-                # The aligned last round (SK_ROUNDS > 1): the tile's pieces are programs ts * S .. ts * S + S - 1.
-                aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
-                first = tl.where(aligned, ts * SPLIT, _sk_program_of(ts * iters_per_tile, sk_ipp, sk_rem))
-                base = rnd * num_programs
-                for q in range(first, pid):
-                    j = q - first
-                    empty = aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT)
-                    if not empty:  # a piece of no iterations (K steps < S) has nothing to publish
-                        # scope passed explicitly: triton 3.6 rejects a str default of a called function.
-                        if not wait_local(LOCKS + base + q, epoch, max_spins, "gpu"):
-                            # .value: a plain int (the interpreter mishandles constexpr + tensor in record_error).
-                            record_error(ERRORS, _ERR_FIXUP.value, tile_id)
-                        acc += _load_partial(P, P_DESC, base + q, BLK_M, BLK_N, USE_TMA)
-            EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                     heap_bases, cur_rank, world_size)
-            if GEMM_TRACE is not None:
-                t_end = read_timer(CLOCK, TIMER)
-                tl.store(GEMM_TRACE + tile_id * 3, t_begin)
-                tl.store(GEMM_TRACE + tile_id * 3 + 1, t_end)
-                tl.store(GEMM_TRACE + tile_id * 3 + 2, pid.to(tl.int64))
+        _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
+                     sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
+                     CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER,
+                     USE_TMA, SK_ROUNDS, REDUCE_LOADS)
+
+
+@triton.jit
+def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
+            stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
+            BLK_M: tl.constexpr, BLK_N: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
+            SK_ROUNDS: tl.constexpr, REDUCE_LOADS: tl.constexpr):
+    """Count a stored piece on its tile's arrival counter (release: the caller has made the piece's stores
+    visible to the whole program); the last piece to arrive sums the tile's pieces and runs the EPILOGUE."""
+    SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
+    ACC_TYPE: tl.constexpr = P.dtype.element_ty
+    aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
+    pieces = _pieces_of(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)
+    arrived = tl.atomic_add(LOCKS + tile_id, 1, sem="acq_rel", scope="gpu")
+    if arrived == pieces - 1:
+        tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+        acc = _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE, BLK_M, BLK_N,
+                          SPLIT, REDUCE_LOADS)
+        EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
+                 world_size)
+        if GEMM_TRACE is not None:
+            _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+
+
+@triton.jit
+def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem,
+                 rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
+                 epoch, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
+                 EPILOGUE: tl.constexpr, TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr,
+                 REDUCE_LOADS: tl.constexpr):
+    """After a work item's K loop: a whole tile goes to the EPILOGUE; a piece of a split tile is published and
+    counted, and the last piece to arrive sums the tile's pieces and runs the EPILOGUE (module docstring)."""
+    if (k_lo > 0) | (k_hi < iters_per_tile):
+        slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
+        _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
+        tl.debug_barrier()
+        _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
+                stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
+                BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS)
+    else:
+        EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                 heap_bases, cur_rank, world_size)
+        if GEMM_TRACE is not None:
+            _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+
+
+@triton.jit
+def _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER: tl.constexpr):
+    """GEMM_TRACE[tile] = (the storing program's start of its item, now, that program)."""
+    t_end = read_timer(CLOCK, TIMER)
+    tl.store(GEMM_TRACE + tile_id * 3, t_begin)
+    tl.store(GEMM_TRACE + tile_id * 3 + 1, t_end)
+    tl.store(GEMM_TRACE + tile_id * 3 + 2, pid.to(tl.int64))
 
 
 @triton.jit(do_not_specialize=["sk_tiles", "epoch", "max_spins"])
@@ -394,6 +497,7 @@ def streamk_gemm_kernel(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, LAUNCHES=None,
+    REDUCE_LOADS: tl.constexpr = 1,
 ):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,).
 
@@ -413,5 +517,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC,
+        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
     )

@@ -12,6 +12,12 @@ def padded_cols(cols: int) -> int:
     return cols if cols % 16 == 0 else -(-cols // 64) * 64
 
 
+def tma_rows(t: torch.Tensor) -> bool:
+    """Whether a 2-D tensor's rows can be read or written by the copy engine (TMA): row-major, 16-byte aligned start
+    and row stride (for bf16 / fp16: a row stride that is a multiple of 8 elements)."""
+    return t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+
+
 def aligned_rows(t: torch.Tensor) -> bool:
     """Whether a 2-D tensor can be read in place on the fast paths: row-major, row stride a multiple of 16
     elements, 16-byte aligned start."""

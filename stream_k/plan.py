@@ -18,19 +18,15 @@ in R - 1 rounds of halving size (`round_bounds`), each split evenly as above. Co
 waits for finished tiles then has a shorter tail after the GEMM (the point of rounds in overlap/;
 the GEMM alone gains nothing from them).
 
-A tile whose iterations fall into several programs' ranges is *split*. Its *owner* is the program
-that computes its last K iteration (the highest pid touching it); every other program touching it is
-a *contributor*: it writes its partial accumulator into the workspace `P[slot]` and publishes
-`LOCKS[slot] = epoch`, slot = round * num_programs + pid. A contributor's shared tile is always the
-last tile of its range in a round, so each program contributes to at most one tile per round and `P`
-needs one BLK_M x BLK_N slot per program and round.
+A tile whose iterations fall into several programs' ranges is *split*; each program's share of it is a
+*piece*. Every piece is stored as a partial accumulator in the workspace, slot `(round * num_programs + pid) * 2
++ side` (side 0: the piece holds the start of the program's range in that round; side 1: its end; a range meets
+at most two split tiles of a round, at its two ends), and counted on the tile's arrival counter. The program
+whose piece arrives last sums all of the tile's pieces, in the order of their programs, and stores the tile: no
+program waits for another, and the result does not depend on which one arrives last.
 
-Each program walks its DP tiles first, then its SK tiles round by round, in *reverse* tile order
-inside a round (with `sk_first`, its SK tiles first and its DP tiles after): the contributed tile
-(the last of its range) comes first, the tile it owns with contributors (the first of its range)
-comes last. So a contributor publishes its partial early, the owner asks for it late, and an owner
-only ever waits on lower pids: no wait in practice on a GPU, and never a wait on a program that has
-not run yet in Triton's interpreter, which runs programs one after another in pid order.
+Each program walks its DP tiles first, then its SK tiles round by round, in *reverse* tile order inside a round
+(with `sk_first`, its SK tiles first and its DP tiles after).
 
 `StreamKPlan.work_items` is the pure-Python mirror of the kernel's loop; tests check it covers every
 iteration exactly once.
@@ -38,7 +34,8 @@ iteration exactly once.
 Which schedule (`schedule="auto"`: the default of StreamKGemm.create and matmul; the op's planner ranks the same
 two): the cheaper by `cost_iters` of "dp" and "hybrid" with a Stream-K share of the leftover tiles only
 (`two_tiles=False`). The cost is the critical path in MAC iterations (`max_iters_per_program`), plus the fix-up
-(a fixed cost for each round that splits tiles, and a cost per partial that the round's busiest owner adds),
+(a fixed cost for each round that splits tiles, and a cost per piece that the last arriver of the round's most
+split tile reads),
 plus a surcharge on each program's Stream-K iterations beyond one tile's worth: while every program works on
 another tile at another K offset, L2 reuse collapses. Measured on one H200 (bf16, 128 x 256 x 64 tiles, 132
 programs, 18 shards of the model grid, harness.gemm_sweep, results/README.md "Session 7"): the fix-up costs
@@ -86,16 +83,17 @@ def _check_positive(name: str, value: int) -> None:
 class WorkItem:
     """One tile's share of one program's work: K iterations [k_lo, k_hi) of tile `tile_id`.
 
-    role: "dp" (whole tile), "owner" (computes the tile's last iteration and stores the tile, after
-    adding the partials of `contributors`, in that order) or "contributor" (writes a partial).
+    role: "dp" (a whole tile, stored by this program) or "piece" (part of a split tile: stored in workspace slot
+    `slot`; the last of the tile's pieces to arrive sums those of `programs`, in that order, and stores the tile).
     """
 
     tile_id: int
     k_lo: int
     k_hi: int
     role: str
-    contributors: tuple[int, ...] = ()
-    round: int = 0  # the SK round (0 for DP tiles); workspace slot = round * num_programs + pid
+    round: int = 0  # the SK round (0 for DP tiles)
+    slot: int = -1  # a piece's workspace slot
+    programs: tuple[int, ...] = ()  # a piece's tile: the programs holding its pieces, in the order they are summed
 
 
 @dataclass(frozen=True)
@@ -120,8 +118,8 @@ class StreamKPlan:
     sk_tiles: int
     dp_tiles: int
     sk_iters_total: int
-    partials_shape: tuple[int, int, int]  # P: one BLK_M x BLK_N fp32/int32 slot per program and round
-    locks_len: int  # LOCKS: one int32 epoch per program and round
+    partials_shape: tuple[int, int, int]  # P: two BLK_M x BLK_N fp32/int32 slots per program and round
+    locks_len: int  # LOCKS: one int32 arrival counter per tile
     # The Stream-K share first, then the DP waves: the memory-heavy fix-up runs before any tile is
     # ready to communicate, and the GEMM ends on compute-bound DP tiles. Tiles then complete SK first.
     sk_first: bool = False
@@ -183,13 +181,18 @@ class StreamKPlan:
         b = self.round_bounds()
         return next(r for r in range(self.sk_rounds) if b[r] <= ts < b[r + 1])
 
-    def owner(self, tile_id: int) -> int:
-        """The program that stores tile `tile_id` (for a DP tile, the program that computes it)."""
+    def piece_programs(self, tile_id: int) -> tuple[int, ...]:
+        """The programs that hold a piece of tile `tile_id`, in the order the pieces are summed (a DP tile: the one
+        program that computes it)."""
         if tile_id < self.dp_tiles:
-            return tile_id % self.num_programs
+            return (tile_id % self.num_programs,)
         r = self.round_of(tile_id)
         ts = tile_id - self.dp_tiles - self.round_bounds()[r]
-        return self.program_of(ts * self.iters_per_tile + self.iters_per_tile - 1, r)
+        ipt = self.iters_per_tile
+        if self.aligned(r):  # a piece of no iterations (K steps < S) is no piece
+            pieces = range(ts * self.split, (ts + 1) * self.split)
+            return tuple(q for q in pieces if self._piece(q)[1] > self._piece(q)[0])
+        return tuple(range(self.program_of(ts * ipt, r), self.program_of(ts * ipt + ipt - 1, r) + 1))
 
     def dp_tiles_of(self, pid: int) -> list[int]:
         return list(range(pid, self.dp_tiles, self.num_programs))
@@ -208,14 +211,12 @@ class StreamKPlan:
             for ts in range((end - 1) // ipt, start // ipt - 1, -1):
                 lo = max(start, ts * ipt) - ts * ipt
                 hi = min(end, ts * ipt + ipt) - ts * ipt
-                if hi < ipt:
-                    items.append(WorkItem(first_tile + ts, lo, hi, "contributor", round=r))
+                if lo == 0 and hi == ipt:
+                    items.append(WorkItem(first_tile + ts, lo, hi, "dp", r))
                 else:
-                    first = self.program_of(ts * ipt, r)
-                    # In the aligned round a piece may hold no iterations (K steps < S): no partial from it.
-                    contributors = tuple(q for q in range(first, pid)
-                                         if not self.aligned(r) or self._piece(q)[1] > self._piece(q)[0])
-                    items.append(WorkItem(first_tile + ts, lo, hi, "owner", contributors, r))
+                    slot = (r * self.num_programs + pid) * 2 + (0 if start >= ts * ipt else 1)
+                    items.append(WorkItem(first_tile + ts, lo, hi, "piece", r, slot,
+                                          self.piece_programs(first_tile + ts)))
         return items + dp if self.sk_first else dp + items
 
     def max_iters_per_program(self) -> int:
@@ -231,26 +232,20 @@ class StreamKPlan:
                 sk += ipp + (1 if rem else 0)
         return dp + sk
 
-    def fixup_partials(self) -> list[int]:
-        """Per SK round, the most partials one owner adds to finish a tile (0: no split tile in that round)."""
+    def fixup_pieces(self) -> list[int]:
+        """Per SK round, the most pieces a split tile has (the partials its last arriver reads; 0: none split)."""
         out = []
-        ipt = self.iters_per_tile
         for r in range(self.sk_rounds):
-            first, _, count = self.round_split(r)
-            if self.aligned(r):  # pieces of no iterations (K steps < S) publish nothing
-                out.append(sum(1 for j in range(self.split - 1) if (j + 1) * ipt // self.split > j * ipt // self.split)
-                           if count else 0)
-                continue
-            tiles = self.round_bounds()[r + 1] - first
-            out.append(max((self.program_of(t * ipt + ipt - 1, r) - self.program_of(t * ipt, r) for t in range(tiles)),
-                           default=0))
+            b = self.round_bounds()
+            tiles = [self.dp_tiles + t for t in range(b[r], b[r + 1])]
+            out.append(max((n for n in (len(self.piece_programs(t)) for t in tiles) if n > 1), default=0))
         return out
 
     def cost_iters(self, fixup_iters: float = FIXUP_ITERS, partial_iters: float = FIXUP_PARTIAL_ITERS) -> float:
         """The GEMM's time in MAC iterations of one tile: the critical path, the fix-up of each round with split
-        tiles, the Stream-K surcharge (module docstring). A partial's cost scales with the tile's area."""
+        tiles, the Stream-K surcharge (module docstring). A piece's cost scales with the tile's area."""
         area = self.BLK_M * self.BLK_N / (128 * 256)
-        split = [n for n in self.fixup_partials() if n]
+        split = [n for n in self.fixup_pieces() if n]
         fixup = sum(partial_iters * area * n for n in split) + (fixup_iters + FIXUP_ROUND_ITERS * (len(split) - 1)
                                                                   if split else 0.0)
         crit = self.max_iters_per_program()
@@ -349,8 +344,8 @@ def plan_streamk(
         even_k=K % BLK_K == 0,
         sk_tiles=sk_tiles, dp_tiles=num_tiles - sk_tiles,
         sk_iters_total=sk_iters_total,
-        partials_shape=(sk_rounds * num_programs, BLK_M, BLK_N),
-        locks_len=sk_rounds * num_programs,
+        partials_shape=(2 * sk_rounds * num_programs, BLK_M, BLK_N),
+        locks_len=num_tiles,
         sk_first=sk_first,
         sk_rounds=sk_rounds,
     )

@@ -5,8 +5,9 @@ ranked by a time model. `StreamKGemm.create`, `matmul` and the op's planner all 
     choice.config, choice.plan, choice.time_us, choice.source
 
 `fixed` holds what the caller decided (any of: config, schedule, two_tiles, sk_rounds, sk_first); the rest is
-chosen. `gemm_candidates` returns every candidate ranked (the planner walks them when it also varies the
-program count).
+chosen: the tile by the shape (`shape_tile`, a rule measured per bucket of M), TMA where the GPU has it, the
+schedule (data-parallel or Stream-K on the leftover tiles) by the plan's cost. `gemm_candidates` returns every
+candidate ranked (the planner walks them when it also varies the program count).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from stream_k.configs import KernelConfig, default_config
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
+from stream_k.roofline import gemm_bytes
 
 # Dense GEMM TFLOP/s of the whole device for the default tile on full waves (TMA Stream-K reaches cuBLAS: 679-708
 # bf16 on an H200; a 128 x 256 x 64 MAC iteration took 0.65-0.80 us on the grid shards, 0.76 on average: 720
@@ -30,6 +32,9 @@ GEMM_TFLOPS = {
 # programs, about (programs / SMs) ** 0.35.
 SM_SCALING = 0.35
 LAUNCH_US = 4.0  # a launch's fixed cost on the device
+# Device-memory bandwidth a memory-bound GEMM reaches (TB/s): ~3.3 on one H200 at M = 64 (cuBLAS and ours, with
+# a plain read at 4.1-4.2 and the datasheet's 4.8).
+GEMM_TB_S = {"sm90": 3.3, "other": 1.5}
 
 
 def arch_family(arch: str) -> str:
@@ -57,15 +62,38 @@ class GemmChoice:
                 f"/r{p.sk_rounds}")
 
 
-def kernel_candidates(dtype: str, arch: str, tma: bool) -> list[tuple[KernelConfig, float]]:
-    """GEMM configs worth trying on `arch`, with their efficiency relative to the arch's default tile."""
-    base = default_config(dtype, arch).replace(tma=tma)
-    out = [(base, 1.0)]
-    if not interpreted(arch) and base.BLK_N > 128:
-        # a narrower tile doubles the tile count: it wins only where that fills a wave the default tile leaves
-        # half empty; its MAC iterations ran at 0.73-0.93 of the default tile's rate per FLOP (median ~0.87)
-        out.append((base.replace(BLK_N=128, num_stages=4 if dtype in ("bf16", "fp16") else base.num_stages), 0.85))
-    return out
+def default_tma(arch: str, dtype: str) -> bool:
+    """Whether A and B go through the copy engine (TMA) by default: bf16 / fp16 on NVIDIA sm_90 and newer (the
+    measured ones; int8's 128 x 256 x 128 tile through TMA does not fit in shared memory with Triton 3.6 on sm_90,
+    and fp32's spills)."""
+    return arch_family(arch) == "sm90" and dtype in ("bf16", "fp16")
+
+
+def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> KernelConfig:
+    """The tile for an M x N output on `arch` (stream_k.configs' default where no measured rule applies).
+
+    Measured rule (NVIDIA sm_90, bf16 / fp16; harness.gemm_sweep on the tp suite, one H200, results/README.md): a
+    small M makes the GEMM a stream of B, read once, by tiles as tall as M and narrow enough to give every SM
+    work: M <= 64 -> 64 x 64 x 128 (6 stages, 4 warps), M <= 128 -> 64 x 128 x 128 (4 stages), M <= 256 ->
+    128 x 128 x 64 (4 stages, 8 warps); a larger M -> 128 x 256 x 64 (3 stages, 8 warps), or 128 x 128 when the
+    128 x 256 tiles would not fill one wave of programs."""
+    base = default_config(dtype, arch)
+    if arch_family(arch) != "sm90" or dtype not in ("bf16", "fp16"):
+        return base
+    if M <= 64:
+        return base.replace(BLK_M=64, BLK_N=64, BLK_K=128, num_stages=6, num_warps=4)
+    if M <= 128:
+        return base.replace(BLK_M=64, BLK_N=128, BLK_K=128, num_stages=4, num_warps=4)
+    wide_tiles = -(-M // 128) * -(-N // 256)
+    if M <= 256 or wide_tiles < num_programs:
+        return base.replace(BLK_M=128, BLK_N=128, BLK_K=64, num_stages=4, num_warps=8)
+    return base.replace(BLK_M=128, BLK_N=256, BLK_K=64, num_stages=3, num_warps=8)
+
+
+def kernel_candidates(M: int, N: int, dtype: str, arch: str, tma: bool,
+                      num_programs: int) -> list[tuple[KernelConfig, float]]:
+    """GEMM configs to rank for an M x N output on `arch`, with their efficiency relative to the arch's rate."""
+    return [(shape_tile(M, N, dtype, arch, num_programs).replace(tma=tma), 1.0)]
 
 
 def schedule_options(fixed: Mapping[str, Any]) -> list[tuple[str, bool]]:
@@ -83,22 +111,28 @@ def schedule_options(fixed: Mapping[str, Any]) -> list[tuple[str, bool]]:
 
 def gemm_time_us(plan: StreamKPlan, config: KernelConfig, dtype: str, arch: str, sms: int,
                  efficiency: float = 1.0) -> float:
-    """The model's time of the GEMM alone: the plan's cost in MAC iterations (critical path + fix-up) at the
-    device's rate per SM, plus a launch."""
+    """The model's time of the GEMM alone, plus a launch: the plan's cost in MAC iterations (critical path + fix-up)
+    at the device's rate per SM, or the bytes it must move at the bandwidth a GEMM reaches, whichever is longer.
+    The bytes are streamed by the programs in proportion to their iterations, so the busiest program's share sets
+    the memory time too (a data-parallel wave that leaves SMs idle streams slower)."""
     per_sm = GEMM_TFLOPS[arch_family(arch)].get(dtype, 250.0) * 1e12 / max(1, sms)
     iteration_us = 2.0 * config.BLK_M * config.BLK_N * config.BLK_K / (per_sm * efficiency) * 1e6
     iteration_us *= (plan.num_programs / max(1, sms)) ** SM_SCALING
-    return plan.cost_iters() * iteration_us + LAUNCH_US
+    total_iters = plan.num_tiles * plan.iters_per_tile
+    imbalance = plan.max_iters_per_program() * min(plan.num_programs, sms) / max(1, total_iters)
+    memory_us = gemm_bytes(plan.M, plan.N, plan.K, dtype) / (GEMM_TB_S[arch_family(arch)] * 1e6) * max(1.0, imbalance)
+    return max(plan.cost_iters() * iteration_us, memory_us) + LAUNCH_US
 
 
 def gemm_candidates(M: int, N: int, K: int, dtype: str, num_programs: int, arch: str, *, sms: int | None = None,
-                    tma: bool = False, fixed: Mapping[str, Any] | None = None) -> list[GemmChoice]:
+                    tma: bool | None = None, fixed: Mapping[str, Any] | None = None) -> list[GemmChoice]:
     """Every candidate for the shape on num_programs programs (of `sms` on the device), fastest first."""
     fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
+    tma = default_tma(arch, dtype) if tma is None else tma
     if "config" in fixed:
         kernels = [(fixed["config"], 1.0)]
     else:
-        kernels = kernel_candidates(dtype, arch, tma)
+        kernels = kernel_candidates(M, N, dtype, arch, tma, num_programs)
     rounds = fixed.get("sk_rounds", 1)
     sk_first = fixed.get("sk_first", False)
     sms = sms if sms is not None else num_programs
@@ -114,6 +148,6 @@ def gemm_candidates(M: int, N: int, K: int, dtype: str, num_programs: int, arch:
 
 
 def choose_gemm(M: int, N: int, K: int, dtype: str, num_programs: int, arch: str, *, sms: int | None = None,
-                tma: bool = False, fixed: Mapping[str, Any] | None = None) -> GemmChoice:
+                tma: bool | None = None, fixed: Mapping[str, Any] | None = None) -> GemmChoice:
     """The best candidate (gemm_candidates' first)."""
     return gemm_candidates(M, N, K, dtype, num_programs, arch, sms=sms, tma=tma, fixed=fixed)[0]

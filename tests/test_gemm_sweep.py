@@ -21,6 +21,7 @@ def test_candidates_parse() -> None:
     assert parse_candidate("128x256x64/s3/w8/hybrid1/r2") == GemmCandidate(128, 256, 64, 3, 8, "hybrid1", 2)
     assert parse_candidate("64x256x64/s4/w4/dp").plan_args() == {"schedule": "dp", "two_tiles": True, "sk_rounds": 1}
     assert parse_candidate("128x256x64/s3/w8/hybrid1").plan_args()["two_tiles"] is False
+    assert parse_candidate("default") == "default"
     for bad in ("128x256/s3/w8/dp", "128x256x48/s3/w8/dp", "128x256x64/s9/w8/dp", "128x256x64/s3/w3/dp",
                 "128x256x64/s3/w8/fast", "128x256x64/s3/w8/dp/r9"):
         with pytest.raises(ValueError):
@@ -51,4 +52,4 @@ def test_sweep_rows_and_csv(tmp_path: Path) -> None:
         assert auto["sk_tiles"] == plan.sk_tiles
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert meta["git"]["commit"] and meta["argv"][:2] == ["--shapes", "64x64x64,40x72x56"]
-    assert "best per shape:" in r.stdout
+    assert "geomean" in r.stdout

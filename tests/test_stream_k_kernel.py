@@ -74,7 +74,12 @@ def _run(gemm: StreamKGemm, a, b, *, trace: bool = True):
 
 
 def _has_split_tile(gemm: StreamKGemm) -> bool:
-    return any(w.role == "contributor" for pid in range(gemm.plan.num_programs) for w in gemm.plan.work_items(pid))
+    return any(w.role == "piece" for pid in range(gemm.plan.num_programs) for w in gemm.plan.work_items(pid))
+
+
+def _stored_by_its_pieces(p, tr) -> bool:
+    """Every tile was stored by one of the programs that hold a piece of it (the last to arrive)."""
+    return all(int(tr[t, 2]) in p.piece_programs(t) for t in range(p.num_tiles))
 
 
 @pytest.mark.parametrize("programs", [1, 2, 3, 7, 20])
@@ -96,7 +101,7 @@ def test_odd_shape(name, schedule, programs):
     _check(name, a, b, c)
     assert (flags == gemm.epoch).all()
     tr = tr.cpu()
-    assert (tr[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+    assert _stored_by_its_pieces(p, tr)
     assert (tr[:, 1] > tr[:, 0]).all() and (tr[:, 0] >= 0).all()
 
 
@@ -112,11 +117,23 @@ def test_even_k_with_split_tiles(name):
 
 def test_tile_split_over_four_programs():
     gemm = StreamKGemm.create(16, 16, 160, "fp32", 4, config=_config("fp32"), schedule="sk", device=DEVICE)
-    assert gemm.plan.work_items(3)[0].contributors == (0, 1, 2)
+    assert gemm.plan.piece_programs(0) == (0, 1, 2, 3)
     a, b = _inputs("fp32", 16, 16, 160, seed=2)
     c, flags, _ = _run(gemm, a, b)
     _check("fp32", a, b, c)
     assert flags.item() == gemm.epoch
+
+
+def test_tile_in_twenty_pieces():
+    """One tile split over 20 programs: its last piece reads the partials REDUCE_LOADS at a time (several groups,
+    the last one partly empty) and sums them in program order."""
+    gemm = StreamKGemm.create(16, 16, 16 * 41, "fp32", 20, config=_config("fp32"), schedule="sk", device=DEVICE)
+    assert len(gemm.plan.piece_programs(0)) == 20 and 20 % gemm.config.reduce_loads != 0
+    a, b = _inputs("fp32", 16, 16, 16 * 41, seed=22)
+    for _ in range(2):
+        c, flags, _ = _run(gemm, a, b)
+        _check("fp32", a, b, c)
+        assert flags.item() == gemm.epoch and (gemm.locks == 0).all()
 
 
 def test_larger_blocks_and_hybrid_waves():
@@ -132,7 +149,7 @@ def test_larger_blocks_and_hybrid_waves():
 
 @pytest.mark.parametrize("programs", [4, 5, 7])
 def test_sk_first_order(programs):
-    """The Stream-K share before the DP tiles: same result, every tile stored once by its owner."""
+    """The Stream-K share before the DP tiles: same result, every tile stored once by one of its programs."""
     name, M, N, K = "fp16", 190, 96, 72
     gemm = StreamKGemm.create(M, N, K, name, programs, config=_config(name, 32, 32), schedule="hybrid", sk_first=True,
                               device=DEVICE)
@@ -142,33 +159,33 @@ def test_sk_first_order(programs):
     c, flags, tr = _run(gemm, a, b)
     _check(name, a, b, c)
     assert (flags == gemm.epoch).all()
-    assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+    assert _stored_by_its_pieces(p, tr.cpu())
 
 
 @pytest.mark.parametrize(("rounds", "sk_first", "programs"),
                          [(2, False, 4), (3, False, 5), (4, False, 7), (2, True, 5)])
 def test_sk_rounds(rounds, sk_first, programs):
-    """Stream-K tiles in rounds of halving size: same result, every tile stored once by the plan's
-    owner, and a second launch (new epoch, round slots reused) still right."""
+    """Stream-K tiles in rounds of halving size: same result, every tile stored once by one of its programs, and a
+    second launch (new epoch, slots and arrival counters reused) still right."""
     name, M, N, K = "bf16", 190, 96, 136
     gemm = StreamKGemm.create(M, N, K, name, programs, config=_config(name, 32, 32), schedule="hybrid",
                               sk_rounds=rounds, sk_first=sk_first, device=DEVICE)
     p = gemm.plan
     assert p.sk_rounds == rounds and len(set(p.round_bounds())) > 2, "at least two non-empty rounds"
-    assert any(w.role == "contributor" and w.round > 0 for pid in range(programs) for w in p.work_items(pid))
+    assert any(w.role == "piece" and w.round > 0 for pid in range(programs) for w in p.work_items(pid))
     for seed in (5, 6):
         a, b = _inputs(name, M, N, K, seed=seed)
         c, flags, tr = _run(gemm, a, b)
         _check(name, a, b, c)
         assert (flags == gemm.epoch).all()
-        assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+        assert _stored_by_its_pieces(p, tr.cpu())
 
 
 @pytest.mark.parametrize(("M", "N", "K", "schedule"), [(160, 96, 256, "dp"), (64, 96, 2048, "hybrid")])
 def test_default_schedule_is_chosen_by_the_shape(M, N, K, schedule):
     """StreamKGemm.create's default schedule "auto": data-parallel where the last wave is nearly full (15 tiles,
     4 programs), the one-tile hybrid where it is far from full with long tiles (6 tiles of 128 K steps); both
-    right, every tile stored once by the plan's owner."""
+    right, every tile stored once by one of its programs."""
     name = "fp16"
     gemm = StreamKGemm.create(M, N, K, name, 4, config=_config(name, 32, 32), device=DEVICE)
     p = gemm.plan
@@ -177,7 +194,7 @@ def test_default_schedule_is_chosen_by_the_shape(M, N, K, schedule):
     c, flags, tr = _run(gemm, a, b)
     _check(name, a, b, c)
     assert (flags == gemm.epoch).all()
-    assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+    assert _stored_by_its_pieces(p, tr.cpu())
 
 
 def test_epochs_are_counted_on_the_device(monkeypatch):
@@ -239,7 +256,7 @@ def test_graph_capture_on_a_gpu(schedule):
 
 def test_sk_rounds_with_empty_pieces():
     """4 rounds cut each last-round tile into 8 pieces of a 4-step K loop: half the pieces hold no
-    iterations, publish nothing, and the owner must not wait for them."""
+    iterations, publish nothing, and are not counted as pieces."""
     name, M, N, K = "fp32", 64, 96, 64
     gemm = StreamKGemm.create(M, N, K, name, 16, config=_config(name, 32, 32), schedule="sk", sk_rounds=4,
                               device=DEVICE)
@@ -250,7 +267,7 @@ def test_sk_rounds_with_empty_pieces():
     c, flags, tr = _run(gemm, a, b)
     _check(name, a, b, c)
     assert (flags == gemm.epoch).all()
-    assert (tr.cpu()[:, 2] == torch.tensor([p.owner(t) for t in range(p.num_tiles)])).all()
+    assert _stored_by_its_pieces(p, tr.cpu())
 
 
 def test_deterministic_and_epochs_advance():
@@ -302,36 +319,37 @@ def test_custom_epilogue_runs_once_per_tile():
 def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                        sk_tiles, epoch, max_spins,
-                       heap_bases, cur_rank, world_size, SEEN, gemm_programs, only_pid, waiter_spins,
+                       heap_bases, cur_rank, world_size, SEEN, gemm_programs, waiter_spins,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
                        EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
-                       SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC):
-    """Programs < gemm_programs run the GEMM (only `only_pid` if >= 0); the next one waits on every tile flag."""
+                       SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC, REDUCE_LOADS: tl.constexpr,
+                       REVERSED: tl.constexpr):
+    """Programs < gemm_programs run the GEMM (in reverse order of pids with REVERSED); the next one waits on every
+    tile flag."""
     pid = tl.program_id(0)
     if pid < gemm_programs:
-        if (only_pid < 0) | (pid == only_pid):
-            streamk_program(pid, gemm_programs, A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
-                            stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                            sk_tiles, epoch, max_spins,
-                            heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
-                            TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC)
+        gpid = pid
+        if REVERSED:
+            gpid = gemm_programs - 1 - pid
+        streamk_program(gpid, gemm_programs, A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
+                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                        sk_tiles, epoch, max_spins,
+                        heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
+                        TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
-            # A far longer budget than the GEMM's own waits: on a GPU the owner may first time out on
-            # its fix-up (test_fixup_timeout...) before it signals.
             if wait_local(TILE_FLAGS + t, epoch, waiter_spins, "gpu"):
                 tl.atomic_add(SEEN, 1)
 
 
-def _launch_fused(gemm: StreamKGemm, a, b, c, flags, seen, only_pid: int = -1) -> None:
-    args = gemm.launch_args(a, b, c, tile_flags=flags)
+def _launch_fused(gemm: StreamKGemm, a, b, c, flags, seen, reversed_order: bool = False, trace=None) -> None:
+    args = gemm.launch_args(a, b, c, tile_flags=flags, gemm_trace=trace)
     programs = gemm.plan.num_programs
     waiter_spins = min(2**31 - 1, gemm.max_spins * 1000 + 1000)
-    _fused_like_kernel[(programs + 1,)](**args, SEEN=seen, gemm_programs=programs, only_pid=only_pid,
-                                        waiter_spins=waiter_spins,
-                                        **gemm.launch_options())
+    _fused_like_kernel[(programs + 1,)](**args, SEEN=seen, gemm_programs=programs, waiter_spins=waiter_spins,
+                                        REVERSED=reversed_order, **gemm.launch_options())
 
 
 def test_fused_kernel_calls_streamk_program():
@@ -347,19 +365,28 @@ def test_fused_kernel_calls_streamk_program():
     assert seen.item() == gemm.plan.num_tiles
 
 
-def test_fixup_timeout_is_reported_not_hung():
-    name, M, N, K = "fp32", 16, 16, 160
-    gemm = StreamKGemm.create(M, N, K, name, 4, config=_config(name), schedule="sk", device=DEVICE,
-                              timeout_s=1e-4)
+def test_pieces_arriving_in_any_order_give_the_same_bits():
+    """Programs run in reverse pid order (the interpreter runs them one after another, so the lowest pid of each
+    split tile arrives last and sums): the same bits as in pid order, every tile stored once, by one of its
+    programs, and the arrival counters back at 0 for the next launch."""
+    name, M, N, K = "fp32", 32, 16, 320
+    gemm = StreamKGemm.create(M, N, K, name, 5, config=_config(name), schedule="sk", device=DEVICE)
+    p = gemm.plan
+    assert max(len(p.piece_programs(t)) for t in range(p.num_tiles)) >= 3
     a, b = _inputs(name, M, N, K, seed=9)
-    c = _poisoned(gemm)
-    flags = torch.zeros(gemm.plan.num_tiles, dtype=torch.int32, device=DEVICE)
-    seen = torch.zeros(1, dtype=torch.int32, device=DEVICE)
-    _launch_fused(gemm, a, b, c, flags, seen, only_pid=3)  # the owner runs; its contributors never do
-    with pytest.raises(RuntimeError, match="fix-up"):
+    outs = []
+    for reversed_order in (False, True):
+        c = _poisoned(gemm)
+        flags = torch.zeros(p.num_tiles, dtype=torch.int32, device=DEVICE)
+        seen = torch.zeros(1, dtype=torch.int32, device=DEVICE)
+        tr = torch.full((p.num_tiles, 3), -1, dtype=torch.int64, device=DEVICE)
+        _launch_fused(gemm, a, b, c, flags, seen, reversed_order, trace=tr)
         gemm.check_errors()
-    gemm.check_errors()  # the error word was cleared
-    assert seen.item() == 1  # the owner still stored and signalled its tile
+        _check(name, a, b, c)
+        assert seen.item() == p.num_tiles and _stored_by_its_pieces(p, tr.cpu())
+        assert (gemm.locks == 0).all(), "every arrival counter reset by the tile's last piece"
+        outs.append(c.clone())
+    assert torch.equal(outs[0], outs[1])
 
 
 def test_xcd_remap_covers_every_tile():
@@ -373,7 +400,7 @@ def test_xcd_remap_covers_every_tile():
     args["NUM_XCDS"] = 4
     streamk_gemm_kernel[(gemm.plan.num_programs,)](**args, **gemm.launch_options())
     _check(name, a, b, c)
-    assert sorted(tr[:, 2].tolist()) == sorted(gemm.plan.owner(t) for t in range(gemm.plan.num_tiles))
+    assert _stored_by_its_pieces(gemm.plan, tr)
 
 
 @pytest.mark.skipif(HAS_GPU and torch.cuda.get_device_capability()[0] < 9, reason="TMA needs sm_90+")
@@ -386,27 +413,55 @@ def test_tma_path(name):
     a, b = _inputs(name, M, N, K, seed=11)
     c, flags, _ = _run(gemm, a, b)
     _check(name, a, b, c)
-    assert (flags == 1).all()
-    with pytest.raises(ValueError, match="tma"):
-        gemm(a.t().contiguous().t(), b, c)
+    assert (flags == 1).all() and gemm.staged_copies == 0
+    c2, _, _ = _run(gemm, a.t().contiguous().t(), b)  # A column-major: copied into the staging buffer, then read
+    _check(name, a, b, c2)
+    assert gemm.staged_copies == 1
 
 
 @pytest.mark.skipif(HAS_GPU and torch.cuda.get_device_capability()[0] < 9, reason="TMA needs sm_90+")
 @pytest.mark.parametrize("rounds", [1, 3])
 def test_tma_fixup_reads_partials_through_a_descriptor(rounds):
-    """Owners with several contributors read the partials in two column halves through P_DESC."""
+    """Tiles of two to seven pieces: the last to arrive reads the partials in column halves through P_DESC."""
     name, M, N, K = "fp32", 64, 64, 160
     gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name, 32, 32).replace(tma=True), schedule="sk",
                               sk_rounds=rounds, device=DEVICE)
     p = gemm.plan
-    counts = {len(w.contributors) for pid in range(7) for w in p.work_items(pid) if w.role == "owner"}
-    assert max(counts) >= 2 and min(counts) >= 1  # R=1: owners with 1 and 2 contributors; R=3: 3 and 6
+    counts = {len(w.programs) for pid in range(7) for w in p.work_items(pid) if w.role == "piece"}
+    assert max(counts) >= 3 and min(counts) >= 2  # R=1: tiles of 2 and 3 pieces; R=3: 4 and 7
     assert gemm.launch_args(*_inputs(name, M, N, K), _poisoned(gemm))["P_DESC"] is not None
     for seed in (13, 14):
         a, b = _inputs(name, M, N, K, seed=seed)
         c, flags, _ = _run(gemm, a, b)
         _check(name, a, b, c)
         assert (flags == gemm.epoch).all()
+
+
+@pytest.mark.skipif(HAS_GPU and torch.cuda.get_device_capability()[0] < 9, reason="TMA needs sm_90+")
+def test_rows_of_eight_elements_read_in_place_on_sm90():
+    """On sm_90 the GEMM's default is the copy engine (TMA): contiguous fp16 rows that are a multiple of 8 elements
+    (16 bytes) but not of 16 are read and written in place, with no staging copy; rows of 12 elements (24 bytes)
+    are copied once per call into the GEMM's staging buffer, with the same result. (The interpreter's small tile
+    stands in for the sm_90 one; the path is the same.)"""
+    from stream_k.kernel import store_tma_and_signal
+    from stream_k.select import choose_gemm
+
+    name, M, N, K = "fp16", 40, 56, 24
+    assert choose_gemm(M, N, K, name, 4, "sm90").config.tma
+    cfg = _config(name).replace(tma=True)
+    gemm = StreamKGemm.create(M, N, K, name, 4, config=cfg, device=DEVICE)
+    a, b = _inputs(name, M, N, K, seed=23)
+    c = _poisoned(gemm)
+    assert gemm.launch_args(a, b, c)["EPILOGUE"] is store_tma_and_signal
+    gemm(a, b, c)
+    _check(name, a, b, c)
+    assert gemm.staged_copies == 0
+    odd = StreamKGemm.create(M, N, 12, name, 4, config=cfg, device=DEVICE)
+    a_odd, b_odd = _inputs(name, M, N, 12, seed=24)  # A's rows: 12 elements (24 bytes)
+    c_odd = _poisoned(odd)
+    odd(a_odd, b_odd, c_odd)
+    _check(name, a_odd, b_odd, c_odd)
+    assert odd.staged_copies == 1
 
 
 def test_matmul_and_argument_checks():

@@ -1,4 +1,4 @@
-"""Stream-K work split (host only): coverage, balance, ownership, schedule choice, input checks."""
+"""Stream-K work split (host only): coverage, balance, pieces and slots, schedule choice, input checks."""
 
 from __future__ import annotations
 
@@ -23,46 +23,48 @@ PROGRAMS = [1, 2, 3, 7, 13, 132]
 def _check_plan(plan: StreamKPlan) -> None:
     ipt = plan.iters_per_tile
     covered: Counter[tuple[int, int]] = Counter()
-    stored: Counter[int] = Counter()
-    contributors_seen: dict[int, list[int]] = defaultdict(list)
-    owners: dict[int, tuple[int, tuple[int, ...]]] = {}
+    whole: Counter[int] = Counter()
+    pieces: dict[int, list[int]] = defaultdict(list)
+    slots: Counter[int] = Counter()
     sk_iters: dict[int, list[int]] = defaultdict(list)
     bounds = plan.round_bounds()
     for pid in range(plan.num_programs):
         items = plan.work_items(pid)
-        sk_all = [w for w in items if w.role != "dp"]
+        sk_all = [w for w in items if w.round > 0 or w.tile_id >= plan.dp_tiles]
         assert [w.round for w in sk_all] == sorted(w.round for w in sk_all), "rounds one after another"
         for r in range(plan.sk_rounds):
             sk = [w for w in sk_all if w.round == r]
             sk_iters[r].append(sum(w.k_hi - w.k_lo for w in sk))
             first = plan.dp_tiles + bounds[r]
             assert all(first <= w.tile_id < plan.dp_tiles + bounds[r + 1] for w in sk)
-            # Reverse tile order inside the round's range; a contributor item can only come first.
-            assert [w.tile_id for w in sk] == sorted((w.tile_id for w in sk), reverse=True)
-            for i, w in enumerate(sk):
-                if w.role == "contributor":
-                    assert i == 0, "a program contributes only to the last tile of its range, done first"
+            assert [w.tile_id for w in sk] == sorted((w.tile_id for w in sk), reverse=True), "reverse tile order"
+            # a range meets at most two split tiles, at its ends: the end's piece first (side 1), the start's last
+            split = [w for w in sk if w.role == "piece"]
+            assert len(split) <= 2 and all(w.slot // 2 == r * plan.num_programs + pid for w in split)
+            if len(split) == 2:
+                assert (split[0].slot % 2, split[1].slot % 2) == (1, 0)
         for w in items:
             assert 0 <= w.k_lo < w.k_hi <= ipt
             for k in range(w.k_lo, w.k_hi):
                 covered[(w.tile_id, k)] += 1
-            if w.role == "contributor":
-                contributors_seen[w.tile_id].append(pid)
-                assert w.k_hi < ipt
+            if w.role == "piece":
+                pieces[w.tile_id].append(pid)
+                slots[w.slot] += 1
+                assert (w.k_lo, w.k_hi) != (0, ipt) and pid in w.programs
+                assert w.programs == plan.piece_programs(w.tile_id)
             else:
-                stored[w.tile_id] += 1
-                assert w.k_hi == ipt
-                assert plan.owner(w.tile_id) == pid
-                if w.role == "owner":
-                    owners[w.tile_id] = (pid, w.contributors)
-                    assert all(q < pid for q in w.contributors), "an owner waits only on lower pids"
-                    assert (w.k_lo > 0) == bool(w.contributors)
-    # Every iteration of every tile exactly once; every tile stored exactly once.
+                assert w.role == "dp" and (w.k_lo, w.k_hi) == (0, ipt)
+                whole[w.tile_id] += 1
+                assert plan.piece_programs(w.tile_id) == (pid,) or w.tile_id >= plan.dp_tiles
+    # Every iteration of every tile exactly once; every tile whole once or in pieces of the programs named.
     assert set(covered) == {(t, k) for t in range(plan.num_tiles) for k in range(ipt)}
     assert set(covered.values()) == {1}
-    assert stored == Counter(range(plan.num_tiles))
-    for tile, pids in contributors_seen.items():
-        assert owners[tile][1] == tuple(sorted(pids))
+    assert set(whole.values()) <= {1} and not set(whole) & set(pieces)
+    assert set(whole) | set(pieces) == set(range(plan.num_tiles))
+    for tile, pids in pieces.items():
+        assert len(pids) >= 2 and tuple(sorted(pids)) == plan.piece_programs(tile)
+    assert set(slots.values()) <= {1}, "no two pieces share a workspace slot"
+    assert all(0 <= s < plan.partials_shape[0] for s in slots)
     # In every round the Stream-K shares differ by at most one iteration and add up; in the aligned
     # last round each program has one piece of one tile (or none: pid >= L * S).
     for r in range(plan.sk_rounds):
@@ -98,7 +100,7 @@ def test_sk_first_plan_covers_every_iteration_once_sk_items_first(shape, program
     plan = plan_streamk(*shape, programs, sk_first=True)
     _check_plan(plan)
     for pid in range(programs):
-        roles = [w.role == "dp" for w in plan.work_items(pid)]
+        roles = [w.tile_id < plan.dp_tiles for w in plan.work_items(pid)]
         assert roles == sorted(roles), "with sk_first every Stream-K item comes before the DP tiles"
     assert plan_streamk(*shape, programs).work_items(0) != plan.work_items(0) or plan.sk_tiles == 0 \
         or plan.dp_tiles == 0
@@ -122,7 +124,7 @@ def test_rounds_halve_and_shrink_the_last_group():
     for rounds, bounds in [(1, (0, 144)), (2, (0, 86, 144)), (3, (0, 76, 115, 144))]:
         plan = plan_streamk(4864, 4096, 4128, 128, 256, 64, 116, sk_rounds=rounds)
         assert plan.round_bounds() == bounds
-        assert plan.partials_shape == (rounds * 116, 128, 256) and plan.locks_len == rounds * 116
+        assert plan.partials_shape == (2 * rounds * 116, 128, 256) and plan.locks_len == plan.num_tiles
         # The tiles the programs finish on: the ones that complete together at the GEMM's end.
         last_tiles.append(len({plan.work_items(pid)[-1].tile_id for pid in range(116)}))
         assert plan.max_iters_per_program() <= one.max_iters_per_program() + rounds - 1
@@ -176,7 +178,7 @@ def test_split_tile_across_many_programs():
     plan = plan_streamk(16, 16, 160, 16, 16, 16, 4, schedule="sk")  # one tile, 10 iterations, 4 programs
     items = [plan.work_items(p) for p in range(4)]
     assert [sum(w.k_hi - w.k_lo for w in it) for it in items] == [3, 3, 2, 2]
-    assert items[3][0].role == "owner" and items[3][0].contributors == (0, 1, 2)
+    assert all(it[0].role == "piece" and it[0].programs == (0, 1, 2, 3) for it in items)
     # More programs than iterations: the extra programs idle.
     tiny = plan_streamk(16, 16, 32, 16, 16, 16, 5, schedule="sk")
     assert [len(tiny.work_items(p)) for p in range(5)] == [1, 1, 0, 0, 0]
@@ -189,16 +191,16 @@ def test_split_tile_across_many_programs():
                          [("hybrid", True, 1), ("hybrid", False, 1), ("hybrid", True, 2), ("hybrid", False, 3),
                           ("sk", True, 2), ("dp", True, 1)])
 def test_cost_terms_match_the_work_items(shape, programs, schedule, two_tiles, rounds):
-    """fixup_partials (per round: the most partials one owner adds) and final_tiles (tiles completing in the last
-    wave or round) say what the kernel's loop, mirrored by work_items, does."""
+    """fixup_pieces (per round: the most pieces of a split tile, which its last arriver reads) and final_tiles
+    (tiles completing in the last wave or round) say what the kernel's loop, mirrored by work_items, does."""
     plan = plan_streamk(*shape, programs, schedule=schedule, two_tiles=two_tiles, sk_rounds=rounds)
     items = [w for pid in range(programs) for w in plan.work_items(pid)]
-    most = [max((len(w.contributors) for w in items if w.role == "owner" and w.round == r), default=0)
+    most = [max((len(w.programs) for w in items if w.role == "piece" and w.round == r), default=0)
             for r in range(rounds)]
-    assert plan.fixup_partials() == most
+    assert plan.fixup_pieces() == most
     if plan.sk_tiles:
         last = rounds - 1
-        assert plan.final_tiles() == len({w.tile_id for w in items if w.role != "dp" and w.round == last})
+        assert plan.final_tiles() == len({w.tile_id for w in items if w.tile_id >= plan.dp_tiles and w.round == last})
     else:
         waves = -(-plan.dp_tiles // programs)
         assert plan.final_tiles() == sum(1 for t in range(plan.dp_tiles) if t // programs == waves - 1)
@@ -237,8 +239,8 @@ def test_auto_schedule_follows_the_shape():
 
 def test_workspace_sizes():
     plan = plan_streamk(100, 100, 100, 32, 64, 16, 6)
-    assert plan.partials_shape == (6, 32, 64)
-    assert plan.locks_len == 6
+    assert plan.partials_shape == (12, 32, 64)
+    assert plan.locks_len == plan.num_tiles == 8
     assert plan.even_k is False and plan.iters_per_tile == 7
     assert plan.as_dict()["num_tiles"] == 4 * 2
 

@@ -1,0 +1,76 @@
+"""stream_k.select: the GEMM's tile, TMA and schedule chosen by the shape (host), and the chosen sm_90 tiles run
+right in the interpreter on small shapes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from stream_k.gemm import StreamKGemm
+from stream_k.select import choose_gemm, gemm_candidates, gemm_time_us, shape_tile
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+HAS_SM90 = torch.cuda.is_available() and not INTERPRET and torch.cuda.get_device_capability()[0] >= 9
+DEVICE = "cuda" if HAS_SM90 else "cpu"
+
+
+@pytest.mark.parametrize(("M", "N", "tile"), [
+    (64, 5120, (64, 64, 128)), (16, 1280, (64, 64, 128)), (128, 8192, (64, 128, 128)), (256, 8192, (128, 128, 64)),
+    (1024, 1280, (128, 128, 64)), (4096, 8192, (128, 256, 64)), (1024, 8192, (128, 256, 64)),
+])
+def test_sm90_tile_follows_m(M, N, tile):
+    cfg = shape_tile(M, N, "bf16", "sm90", 132)
+    assert (cfg.BLK_M, cfg.BLK_N, cfg.BLK_K) == tile
+    assert choose_gemm(M, N, 8192, "bf16", 132, "sm90").config.tma
+
+
+def test_other_targets_keep_their_defaults():
+    from stream_k.configs import default_config
+
+    for arch in ("sm80", "interpreter", "gfx942"):
+        assert shape_tile(64, 5120, "bf16", arch, 132) == default_config("bf16", arch)
+    assert not choose_gemm(64, 64, 64, "bf16", 4, "interpreter").config.tma
+    assert not choose_gemm(4096, 4096, 4096, "int8", 132, "sm90").config.tma
+    assert not choose_gemm(4096, 4096, 4096, "fp32", 132, "sm90").config.tma
+    assert shape_tile(64, 5120, "fp32", "sm90", 132) == shape_tile(4096, 5120, "fp32", "sm90", 132)
+
+
+def test_schedule_follows_the_busiest_program():
+    """A data-parallel wave that leaves SMs idle streams slower: 80 tiles of 64 x 64 on 132 SMs take Stream-K on
+    the leftover tiles; 128 tiles (nearly a full wave) stay data-parallel."""
+    assert choose_gemm(64, 5120, 8192, "bf16", 132, "sm90").plan.schedule == "hybrid"
+    assert choose_gemm(64, 8192, 4096, "bf16", 132, "sm90").plan.schedule == "dp"
+    ranked = gemm_candidates(64, 5120, 8192, "bf16", 132, "sm90")
+    assert [c.time_us for c in ranked] == sorted(c.time_us for c in ranked)
+    dp = next(c for c in ranked if c.plan.schedule == "dp")
+    assert gemm_time_us(dp.plan, dp.config, "bf16", "sm90", 132) == dp.time_us > ranked[0].time_us
+
+
+def test_fixed_choices_win():
+    from stream_k.configs import KernelConfig
+
+    cfg = KernelConfig(128, 128, 64, 4, 8, tma=True)
+    c = choose_gemm(64, 5120, 8192, "bf16", 132, "sm90", fixed={"config": cfg, "schedule": "sk"})
+    assert c.config == cfg and c.plan.schedule == "sk" and c.source == "given"
+
+
+@pytest.mark.skipif(not (INTERPRET or HAS_SM90), reason="needs TRITON_INTERPRET=1 or an sm_90 GPU")
+@pytest.mark.parametrize("M", [64, 128, 256, 512])
+def test_chosen_sm90_tiles_run(M):
+    """The sm_90 tiles (with the copy engine) on small shapes (Triton's interpreter, or an sm_90 GPU): right,
+    every tile once."""
+    N, K, programs = 320, 384, 5
+    choice = choose_gemm(M, N, K, "fp16", programs, "sm90")
+    gemm = StreamKGemm(choice.plan, "fp16", choice.config, device=DEVICE)
+    g = torch.Generator().manual_seed(M)
+    a = torch.randn(M, K, generator=g).half().to(DEVICE)
+    b = torch.randn(K, N, generator=g).half().to(DEVICE)
+    c = torch.full((M, N), float("nan"), dtype=torch.float16, device=DEVICE)
+    flags = torch.zeros(gemm.plan.num_tiles, dtype=torch.int32, device=DEVICE)
+    gemm(a, b, c, tile_flags=flags)
+    gemm.check_errors()
+    ref = a.float() @ b.float()
+    assert torch.isfinite(c).all() and ((c.float() - ref).norm() / ref.norm()).item() < 5e-3
+    assert (flags == 1).all() and gemm.staged_copies == 0
