@@ -32,11 +32,11 @@ if "TRITON_INTERPRET" not in os.environ:
 
 import torch
 
+import spec
 from harness import runlog
 from harness.config import (
     BenchConfig,
     ConfigError,
-    DeviceFacts,
     check_environment,
     check_heap,
     check_outputs,
@@ -58,12 +58,15 @@ from harness.timing import (
 from harness.timing import METHOD as TIMING_METHOD
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
+from spec import Target
 
 
-def device_facts(boot: Bootstrap) -> DeviceFacts:
+def device_target(boot: Bootstrap) -> Target:
+    """This rank's device (after choosing it: one GPU per rank, or a shared one), as the planner sees it."""
+    from overlap.target import device_target as target_of
+
     if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
-        # The interpreter runs programs one after another: any count is "resident".
-        return DeviceFacts(backend="cpu", sm_count=1024, shared_mem_per_program=1 << 30, name="cpu (interpreter)")
+        return target_of(None)  # the interpreter: programs run one after another, any count is "resident"
     from iris_ops.backends.cuda_ipc import SHARE_GPU_ENV, shared_gpu_index
 
     n = torch.cuda.device_count()
@@ -71,12 +74,7 @@ def device_facts(boot: Bootstrap) -> DeviceFacts:
         raise ConfigError("-np", f"{boot.local_size} ranks on this node but {n} GPU(s): start at most one rank per GPU")
     index = shared_gpu_index(boot.local_rank)
     torch.cuda.set_device(index)
-    props = torch.cuda.get_device_properties(index)
-    smem = getattr(props, "shared_memory_per_block_optin", None) or 227 * 1024
-    hip = bool(torch.version.hip)
-    return DeviceFacts(backend="hip" if hip else "cuda", sm_count=props.multi_processor_count,
-                       shared_mem_per_program=int(smem), name=props.name,
-                       capability=0 if hip else props.major * 10 + props.minor, memory_bytes=props.total_memory)
+    return target_of(torch.device("cuda", index))
 
 
 def fill_heap_size(cfg: BenchConfig, world_size: int) -> None:
@@ -105,7 +103,7 @@ class Run:
         self.cfg, self.boot, self.shmem = cfg, boot, shmem
         shmem.reset_allocator()
         self.fx = OverlapFixture(cfg, shmem)
-        self.start_barrier = DeviceBarrier(shmem, cfg.timeout_s, max_stamps=1)
+        self.start_barrier = DeviceBarrier(shmem, cfg.op.timeout_s, max_stamps=1)
         self.fx.prepare()
         self.graph: Any = None
 
@@ -185,8 +183,8 @@ class Run:
         timing["host_us"] = runlog.summarize_ms(host)
         timing["host_us_per_step"] = timing["host_us"]["median"]
         timing["host_method"] = HOST_METHOD
-        timing["fast_launch"] = fx.op.bound_fast()
-        timing["fast_launch_refused"] = fx.op.fast_refused()
+        timing["fast_launch"] = fx.bound_fast()
+        timing["fast_launch_refused"] = fx.fast_refused()
         timing["graph_ms"] = None
         if self.graph is not None:
             graph = time_loop(self.graph, **timed)
@@ -195,7 +193,7 @@ class Run:
         fx.check_errors()
         self.start_barrier.check()
         components: dict[str, Any] = {}
-        if cfg.mode in ("two_streams", "fused"):
+        if spec.MODES[cfg.mode].overlapped and shmem.get_num_ranks() > 1:  # one rank: no communication to bound
             _, g_alone = time_iterations(fx.gemm_alone, **timed)
             _, c_alone = time_iterations(fx.comm_alone, **timed)
             fx.check_errors()
@@ -215,7 +213,7 @@ class Run:
             say(self.boot, f"note: launches went through Triton's launcher (host cost higher): "
                            f"{timing['fast_launch_refused']}")
         if components:
-            say(self.boot, f"overlap bound: GEMM alone on {cfg.gemm_sms} SMs {components['gemm_alone_ms']:.4f} ms, "
+            say(self.boot, f"overlap bound: GEMM alone on {cfg.op.gemm_sms} SMs {components['gemm_alone_ms']:.4f} ms, "
                            f"communication alone on {cfg.comm_sms} SMs {components['comm_alone_ms']:.4f} ms; "
                            f"e2e / bound = {components['e2e_over_bound']:.3f}")
         return timing, components
@@ -228,17 +226,20 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
     r = Run(cfg, boot, shmem)
     fx = r.fx
     W = shmem.get_num_ranks()
+    op, kc = cfg.op, cfg.op.kernel
     if cfg.cpu_small_default:
         say(boot, f"note: no GPU, so this runs on the CPU backend in Triton's interpreter at a small default shape "
-                  f"({cfg.m}x{cfg.n}x{cfg.k} {cfg.datatype}, {cfg.total_sms} programs); pass -m/-n/-k to change it")
+                  f"({cfg.m}x{cfg.n}x{cfg.k} {cfg.datatype}, {op.total_sms} programs); pass -m/-n/-k to change it")
     say(boot, f"{cfg.algorithm} / {cfg.mode}: {cfg.m}x{cfg.n}x{cfg.k} {cfg.datatype}, world {W}, "
-              f"gemm_sms {cfg.gemm_sms} of {cfg.total_sms}, tiles {fx.tiles} "
-              f"({cfg.BLK_M}x{cfg.BLK_N}x{cfg.BLK_K}), backend {shmem.backend_name}")
+              f"gemm_sms {op.gemm_sms} of {op.total_sms}, tiles {fx.tiles} "
+              f"({kc.BLK_M}x{kc.BLK_N}x{kc.BLK_K}), backend {shmem.backend_name}")
+    if W == 1:
+        say(boot, f"one rank: nothing to communicate; each step is {fx.op.mode.world_one}")
     if cfg.plan.get("planned"):
         say(boot, f"planned ({cfg.plan['source']}): {', '.join(cfg.plan['planned'])} -> {cfg.plan['choice']}")
     if cfg.debug:
         print(f"[rank {boot.rank}] {fx.info()}", flush=True)
-    if not fx.on_gpu and fx.op.alg.zeroes_c and cfg.datatype == "fp16" and W > 1:
+    if not fx.on_gpu and fx.op.algorithm.zeroes_c and cfg.datatype == "fp16" and W > 1:
         say(boot, "note: Triton's CPU interpreter adds fp16 under a lock of its own process, so atomic adds from "
                   "several ranks can lose updates here; use --datatype fp32 on the CPU")
     if cfg.graph:
@@ -276,8 +277,7 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
     if boot.rank == 0 and output_file:
         from harness.runlog import new_record, problem_sizes, write_record
 
-        elem = torch.empty((), dtype=fx.op.dtype).element_size()
-        sizes = problem_sizes(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, W, elem)
+        sizes = problem_sizes(spec.ALGORITHMS[cfg.algorithm].family, cfg.m, cfg.n, cfg.k, cfg.datatype, W)
         sizes["tiles"] = fx.tiles
         record = new_record(producer="benchmark", algorithm=cfg.algorithm, implementation="streamk-pgas",
                             mode=cfg.mode, world_size=W, flags=cfg.as_flags(), sizes=sizes, timing=timing,
@@ -296,11 +296,10 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None) 
     return status, timing
 
 
-def store_tuning(configs: list[BenchConfig], timings: list[dict[str, Any]], boot: Bootstrap,
-                 facts: DeviceFacts) -> int:
+def store_tuning(configs: list[BenchConfig], timings: list[dict[str, Any]], boot: Bootstrap, target: Target) -> int:
     """--tune: the fastest validated candidate (back-to-back loop median) goes into the tuning cache (rank 0)."""
-    from harness.config import planned_fields, planner_target
-    from overlap.planner import Candidate, Problem, TuningCache
+    from overlap.config import PLANNED_FIELDS
+    from overlap.planner import Problem, TuningCache
 
     tried = [{"choice": c.plan["choice"], "predicted_ms": c.plan.get("predicted_ms"),
               "loop_ms": t.get("loop_ms"), "validated": t.get("validated")} for c, t in zip(configs, timings)]
@@ -316,7 +315,7 @@ def store_tuning(configs: list[BenchConfig], timings: list[dict[str, Any]], boot
     if boot.rank == 0:
         cache = TuningCache(cfg.tuning_cache)
         problem = Problem(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, boot.world_size)
-        cache.store(problem, planner_target(facts), Candidate(**planned_fields(cfg)), ms, tried)
+        cache.store(problem, target, {f: getattr(cfg.op, f) for f in PLANNED_FIELDS}, ms, tried)
         print(f"tune: stored {cfg.plan['choice']} ({ms:.4f} ms/step) in {cache.path}", flush=True)
     return 0
 
@@ -349,8 +348,8 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
         mine["origin_ticks"] = int(start_barrier.stamps[0].item())
     op = runner.op
     mine.update(rank=boot.rank, world_size=shmem.get_num_ranks(), algorithm=cfg.algorithm, mode=cfg.mode,
-                gemm_sms=op.gemm_programs, comm_sms=op.comm_programs,
-                num_tiles=runner.tiles, BLK_M=cfg.BLK_M, BLK_N=cfg.BLK_N, timer_rate_khz=shmem.wall_clock_rate(),
+                gemm_sms=op.gemm_programs, comm_sms=op.comm_programs, num_tiles=runner.tiles,
+                BLK_M=cfg.op.kernel.BLK_M, BLK_N=cfg.op.kernel.BLK_N, timer_rate_khz=shmem.wall_clock_rate(),
                 device=torch.cuda.get_device_name() if runner.on_gpu else "cpu (interpreter)",
                 datatype=cfg.datatype, m=cfg.m, n=cfg.n, k=cfg.k)
     everyone = shmem.allgather(mine)
@@ -390,17 +389,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         backend = check_environment()
-        facts = device_facts(boot)
-        configs = [parse_config(a, facts, boot.world_size) for a in expand_sweep(argv)]
+        target = device_target(boot)
+        configs = [parse_config(a, target, boot.world_size) for a in expand_sweep(argv)]
         configs = distinct(configs)
         tuning = any(cfg.tune for cfg in configs)
         if tuning:
             if len(configs) > 1:
                 raise ConfigError("--tune", "tunes one problem at a time: give no comma lists with it")
-            configs = tuning_configs(configs[0], facts, boot.world_size)
+            configs = tuning_configs(configs[0], target, boot.world_size)
         for cfg in configs:
             fill_heap_size(cfg, boot.world_size)
-        check_heap(max(configs, key=lambda c: c.heap_size), facts, backend, boot.local_size)
+        check_heap(max(configs, key=lambda c: c.heap_size), target, backend, boot.local_size)
         outputs = [output_path(cfg.output_file, cfg, len(configs) > 1) for cfg in configs]
         problem = None
         if boot.rank == 0:  # rank 0 writes the logs: it checks they can be written, and tells the others
@@ -426,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             status = max(status, code)
             timings.append(timing)
         if tuning:
-            status = max(status, store_tuning(configs, timings, boot, facts))
+            status = max(status, store_tuning(configs, timings, boot, target))
         return status
     except Exception as exc:  # a kernel error or a lost rank: fail this rank, and the job, without hanging
         print(f"benchmark.py: rank {boot.rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 import iris_ops
+import spec
 from iris_ops.bootstrap import get_bootstrap
 from overlap import OverlapOp
 from stream_k import KernelConfig
@@ -36,17 +37,18 @@ def main() -> None:
     rank, device = heap.get_rank(), heap.get_device()
     heap.barrier()  # every rank's op is built (its heap buffers zeroed) before any rank's first step
 
-    # The same seeded A and B on every rank; each rank writes its K-shard into the op's input buffers.
+    # The same seeded A and B on every rank; each rank takes its shards (spec.sharding: all_reduce's K-slices).
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(m, k, generator=gen).to(device, torch_dtype)
     b = torch.randn(k, n, generator=gen).to(device, torch_dtype)
-    lo, hi = rank * k // world, (rank + 1) * k // world
-    op.a.copy_(a[:, lo:hi])
-    op.b.copy_(b[lo:hi, :])
+    family = spec.ALGORITHMS["all_reduce"].family
+    (ar, ac), (br, bc) = family.a_slice(rank, m, k, world), family.b_slice(rank, k, n, world)
+    a_shard = a[ar[0]:ar[1], ac[0]:ac[1]].contiguous()
+    b_shard = b[br[0]:br[1], bc[0]:bc[1]].contiguous()
 
     outputs = []
     for _ in range(STEPS):
-        c = op()  # queued on the current stream; the whole C on this rank once the stream gets there
+        c = op(a_shard, b_shard)  # queued on the current stream; the whole C on this rank once the stream gets there
         outputs.append(c.clone())  # C is the op's buffer, overwritten by the next call: clone to keep it
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -1,8 +1,12 @@
 """benchmark.py's flags, their defaults, and every check made before a kernel starts.
 
-One `BenchConfig` flows through the harness. `parse_config(argv, device_facts)` returns it, or
-raises `ConfigError` naming the flag and what is valid; benchmark.py turns that into one line on
-stderr and exit code 2 on every rank.
+One `BenchConfig` flows through the harness: the run's own flags and the op's config (overlap.OverlapConfig,
+`cfg.op`), planned once for the target (spec.Target) in `parse_config`; the fixture builds the op from exactly
+that config. `OP_FLAGS` is the one table between the flags and the op config's fields: a flag given fixes its
+field, `as_flags()` writes the resolved values back under the flags' names for the JSON log, and a refusal of the
+op's checks (overlap.config.InvalidConfig) names the flag of its field. `parse_config(argv, target,
+world_size)` returns the config, or raises `ConfigError` naming the flag and what is valid; benchmark.py turns
+that into one line on stderr and exit code 2 on every rank.
 """
 
 from __future__ import annotations
@@ -13,84 +17,64 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import spec
 from harness.checks import (
     MAX_DIM,
     MAX_ELEMENTS,
     MAX_ITERS,
     MAX_SEED,
-    MAX_TIMEOUT_S,
     ConfigError,
     OneLineParser,
     check_output_path,
     int_in,
     timeout_seconds,
 )
-from harness.dtypes import DATATYPES
 from harness.timing import START_SYNCS
-from overlap.planner import AUTO, MODES, has_mode
-from stream_k.plan import SCHEDULE_CHOICES
+from spec import AUTO, Target
+from spec.modes import AUTO_HELP
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
-
-ALGORITHMS = ("all_reduce", "all_scatter", "one_shot", "all_gather_gemm", "gemm_reduce_scatter")
-MODE_HELP = {
-    "auto": "the planner's choice for this problem and device (overlap/planner.py; a --tune result if cached)",
-    "bulk_sync": "GEMM on all SMs, then communication on all SMs (the baseline schedule)",
-    "two_streams": "GEMM kernel on --gemm_sms SMs and communication kernel on the rest, on two streams",
-    "fused": "one kernel; programs < --gemm_sms do GEMM tiles, the others communication tiles",
-    "fused_sequential": "one kernel on all SMs; each GEMM program pushes its finished tiles to the peers "
-    "from its epilogue (one_shot: publishes, then reduces after its GEMM work)",
-    "copy_engine": "GEMM on all SMs; the copy engines move its finished rows (or A's rows) with no SM, "
-    "waiting on its tile counts (all_scatter, all_gather_gemm, gemm_reduce_scatter)",
-}
 
 # The problem and run defaults. Everything that shapes the kernels (mode, SM split, tiles, stages, warps, TMA,
 # Stream-K schedule and rounds, communication tile) is the planner's (overlap/planner.py) unless given.
 CPU_DEFAULTS = {"m": 64, "n": 64, "k": 64, "iters": 3, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp16"}
 GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
-# Flags the planner fills when unset (the kernel's fields and --tma make up OverlapConfig.kernel).
-PLANNED_FLAGS = ("mode", "total_sms", "gemm_sms", "sk_rounds", "schedule", "two_tiles", "COMMUNICATION_TILE_M",
-                 "COMMUNICATION_TILE_N", "BLK_M", "BLK_N", "BLK_K", "num_stages", "num_warps", "tma")
+
+# Flag -> the OverlapConfig field it sets ("kernel.X": a field of its GEMM config). --tma takes on/off/auto.
+OP_FLAGS: dict[str, str] = {
+    "algorithm": "algorithm", "mode": "mode", "m": "m", "n": "n", "k": "k", "datatype": "datatype",
+    "total_sms": "total_sms", "gemm_sms": "gemm_sms", "COMMUNICATION_TILE_M": "comm_tile_m",
+    "COMMUNICATION_TILE_N": "comm_tile_n", "communication_block_size": "comm_threads", "two_tiles": "two_tiles",
+    "schedule": "schedule", "sk_first": "sk_first", "sk_rounds": "sk_rounds", "gemm_joins_comm": "gemm_joins_comm",
+    "timeout_s": "timeout_s", "BLK_M": "kernel.BLK_M", "BLK_N": "kernel.BLK_N", "BLK_K": "kernel.BLK_K",
+    "num_stages": "kernel.num_stages", "num_warps": "kernel.num_warps", "gsize_m": "kernel.gsize_m",
+    "waves_per_eu": "kernel.waves_per_eu", "mfmaInstrSize": "kernel.matrix_instr_nonkdim", "kpack": "kernel.kpack",
+    "tma": "kernel.tma",
+}
+BOOL_FLAGS = ("two_tiles", "sk_first", "gemm_joins_comm")
 
 
-@dataclass
-class DeviceFacts:
-    """What the checks need to know of the device: SMs and shared memory per program."""
+def flag_name(name: str) -> str:
+    """"-m" for a one-letter flag, "--NAME" for the others."""
+    return f"-{name}" if len(name) == 1 else f"--{name}"
 
-    backend: str  # "cuda", "hip" or "cpu"
-    sm_count: int
-    shared_mem_per_program: int  # bytes a program may use
-    name: str = ""
-    capability: int = 0  # NVIDIA compute capability as major*10 + minor (90 on Hopper); 0 elsewhere
-    memory_bytes: int = 0  # device memory (0: not known, e.g. the CPU backend, whose heap is in /dev/shm)
+
+def flag_of(field_name: str) -> str:
+    """The flag that sets an OverlapConfig field (overlap.config.InvalidConfig.field)."""
+    if field_name == "kernel":  # the GEMM tile's shared memory
+        return "--BLK_M/--BLK_N/--BLK_K/--num_stages"
+    for flag, path in OP_FLAGS.items():
+        if path == field_name:
+            return flag_name(flag)
+    return field_name
 
 
 @dataclass
 class BenchConfig:
-    algorithm: str = "one_shot"
-    mode: str = AUTO
-    m: int = 8192
-    n: int = 8192
-    k: int = 8192
-    datatype: str = "bf16"
-    BLK_M: int = 128
-    BLK_N: int = 256
-    BLK_K: int = 64
-    COMMUNICATION_TILE_M: int = 128
-    COMMUNICATION_TILE_N: int = 256
-    gsize_m: int = 8
-    two_tiles: bool = True
-    num_stages: int = 3
-    num_warps: int = 8
-    waves_per_eu: int = 0
-    mfmaInstrSize: int = 16
-    kpack: int = 2
-    heap_size: int = 1 << 33
-    gemm_sms: int = 112
-    total_sms: int = 132
-    communication_block_size: int = 256
+    op: Any  # overlap.OverlapConfig: the problem and every kernel choice, resolved (planned once)
     iters: int = 50
     warmup: int = 10
+    heap_size: int = 1 << 33
     debug: bool = False
     validate: bool = False
     validate_iters: int = 1
@@ -100,29 +84,62 @@ class BenchConfig:
     quiet: bool = False
     output_file: str | None = None
     seed: int = 0
-    timeout_s: float = 30.0
-    schedule: str = "auto"
-    tma: str = "auto"
-    gemm_joins_comm: bool = True
     start_sync: str = "device"
-    sk_first: bool = False
-    sk_rounds: int = 1
-    use_tma: bool = False  # resolved from `tma` and the device
-    # Filled in by parse_config: which values came from device defaults rather than the command line, and
-    # the planner's account of the values it chose ({"source", "planned", "choice", "predicted_ms", ...}).
-    defaulted: list[str] = field(default_factory=list)
-    plan: dict[str, Any] = field(default_factory=dict)
+    tma: str = "auto"  # the flag as given; op.kernel.tma is what runs
     tune: int = 0  # --tune N: measure the planner's N best candidates, store the winner
     tuning_cache: str | None = None
+    # which values came from defaults rather than the command line
+    defaulted: list[str] = field(default_factory=list)
     cpu_small_default: bool = False
+
+    # the problem, as the rest of the harness reads it
+    @property
+    def algorithm(self) -> str:
+        return self.op.algorithm
+
+    @property
+    def mode(self) -> str:
+        return self.op.mode
+
+    @property
+    def datatype(self) -> str:
+        return self.op.datatype
+
+    @property
+    def m(self) -> int:
+        return self.op.m
+
+    @property
+    def n(self) -> int:
+        return self.op.n
+
+    @property
+    def k(self) -> int:
+        return self.op.k
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        """The planner's account of the values it chose ({"source", "planned", "choice", "predicted_ms", ...})."""
+        return self.op.plan_info or {}
 
     @property
     def comm_sms(self) -> int:
-        return self.total_sms - self.gemm_sms
+        return self.op.total_sms - self.op.gemm_sms
 
     def as_flags(self) -> dict[str, Any]:
-        """The flags as a plain dict for the JSON log."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Every flag's value (the op's resolved values under their flags' names) as a plain dict for the JSON log
+        and for --output_file templates."""
+        out: dict[str, Any] = {}
+        for flag, path in OP_FLAGS.items():
+            obj, _, name = ("kernel", "", path[7:]) if path.startswith("kernel.") else ("", "", path)
+            out[flag] = getattr(self.op.kernel, name) if obj else getattr(self.op, name)
+        out["tma"] = self.tma
+        out["use_tma"] = self.op.kernel.tma
+        for f in dataclasses.fields(self):
+            if f.name != "op":
+                out[f.name] = getattr(self, f.name)
+        out["plan"] = self.plan
+        return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,19 +150,20 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     a = p.add_argument
-    a("--algorithm", default="one_shot", help=f"one of {', '.join(ALGORITHMS)}")
-    a("--mode", default=AUTO, help="; ".join(f"{k}: {v}" for k, v in MODE_HELP.items()))
+    a("--algorithm", default="one_shot", help=f"one of {', '.join(spec.ALGORITHMS)}")
+    a("--mode", default=AUTO, help="; ".join([f"{AUTO}: {AUTO_HELP}", *(f"{m.name}: {m.help}"
+                                                                        for m in spec.MODES.values())]))
     dim = int_in(1, MAX_DIM)
     a("-m", type=dim, default=None, help="rows of A and C (default: 8192 on a GPU, 64 on the CPU)")
     a("-n", type=dim, default=None, help="columns of B and C")
     a("-k", type=dim, default=None, help="columns of A / rows of B (the reduction dimension)")
-    a("--datatype", default=None, help=f"one of {', '.join(DATATYPES)} (default bf16 on a GPU, fp16 on the CPU)")
+    a("--datatype", default=None, help=f"one of {', '.join(spec.DATATYPES)} (default bf16 on a GPU, fp16 on the CPU)")
     a("--BLK_M", type=int, default=None, help="GEMM tile rows (power of two)")
     a("--BLK_N", type=int, default=None, help="GEMM tile columns (power of two)")
     a("--BLK_K", type=int, default=None, help="GEMM K step (power of two)")
     a("--COMMUNICATION_TILE_M", type=int, default=None, help="rows a communication step moves; divides BLK_M")
     a("--COMMUNICATION_TILE_N", type=int, default=None, help="columns a communication step moves; divides BLK_N")
-    a("--gsize_m", type=int_in(1, 64), default=8,
+    a("--gsize_m", type=int_in(1, 64), default=None,
       help="grouped tile order: tiles of this many rows are walked together")
     a("--two_tiles", default=None,
       help="with --schedule hybrid: Stream-K over the last partial wave plus one full wave (true), or over the last "
@@ -153,26 +171,26 @@ def build_parser() -> argparse.ArgumentParser:
     a("--schedule", default=None,
       help="GEMM schedule: auto (the planner's choice of dp or hybrid by the shape), hybrid (DP waves + Stream-K), "
       "dp (data-parallel only), or sk (Stream-K only)")
-    a("--gemm_joins_comm", default="true",
+    a("--gemm_joins_comm", default=None,
       help="fused and two_streams on a GPU: GEMM programs done with their tiles help move the rest (true/false)")
     a("--tma", default="auto",
       help="GEMM loads A and B with the tensor-memory accelerator (on/off; auto: on for NVIDIA sm_90+)")
     a("--num_stages", type=int, default=None, help="software-pipelining depth of the GEMM K loop")
     a("--num_warps", type=int, default=None, help="warps per program (GEMM and fused kernels)")
-    a("--waves_per_eu", type=int_in(0, 16), default=0,
-      help="AMD only: occupancy hint (accepted and reported unused on NVIDIA)")
-    a("--mfmaInstrSize", type=int_in(0, 64), default=16, help="AMD only: matrix_instr_nonkdim")
-    a("--kpack", type=int_in(1, 8), default=2, help="AMD only: K packing")
+    a("--waves_per_eu", type=int_in(0, 16), default=None,
+      help="AMD only: occupancy hint (accepted and reported unused on NVIDIA; default: the planner's)")
+    a("--mfmaInstrSize", type=int_in(0, 64), default=None, help="AMD only: matrix_instr_nonkdim")
+    a("--kpack", type=int_in(1, 8), default=None, help="AMD only: K packing")
     a("--heap_size", type=int_in(1 << 20, 1 << 50), default=None,
       help="symmetric heap bytes per rank (default: what the problem needs)")
     a("--gemm_sms", type=int, default=None, help="programs (SMs) doing GEMM work; the rest communicate")
     a("--total_sms", type=int, default=None, help="programs in all (default: the device's SM count)")
-    a("--communication_block_size", type=int, default=256,
+    a("--communication_block_size", type=int, default=None,
       help="threads per communication program in the two-stream mode's communication kernel")
     a("--iters", type=int_in(1, MAX_ITERS), default=None, help="timed iterations (median reported)")
     a("--warmup", type=int_in(0, MAX_ITERS), default=None, help="untimed warm-up iterations")
     a("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed of the inputs (same on every rank)")
-    a("--timeout_s", type=timeout_seconds, default=30.0,
+    a("--timeout_s", type=timeout_seconds, default=None,
       help="a spin-wait gives up and the run fails after about this long")
     a("--debug", action="store_true", help="print per-rank details and check the error words after every iteration")
     a("--validate", action="store_true", help="check C and each rank's partial against torch on the same inputs")
@@ -180,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
       help="with --validate: besides one isolated step (outputs poisoned first), this many steps launched back to "
       "back with nothing between them, then C checked on every rank (and as many graph replays with --graph)")
     a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
-    a("--sk_first", default="false",
+    a("--sk_first", default=None,
       help="each GEMM program runs its Stream-K share before its data-parallel tiles (true/false)")
     a("--sk_rounds", type=int, default=None,
       help="cut the GEMM's Stream-K tiles into this many rounds (1-4), the last one P / 2^(R-1) tiles cut into "
@@ -231,14 +249,14 @@ def expand_sweep(argv: list[str]) -> list[list[str]]:
 
 
 def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | None:
-    """The log path of one run: `template` formatted with the config's fields (e.g. {algorithm},
-    {mode}, {gemm_sms}); with several runs and no field in it, the run's name goes before the suffix."""
+    """The log path of one run: `template` formatted with the config's flags (e.g. {algorithm}, {mode},
+    {gemm_sms}); with several runs and no field in it, the run's name goes before the suffix."""
     if not template:
         return None
+    flags = cfg.as_flags()
     if "{" in template:
-        fields = cfg.as_flags()
         try:
-            return template.format(**fields)
+            return template.format(**flags)
         except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
             what = f"unknown field {{{exc.args[0]}}}" if isinstance(exc, KeyError) else f"bad template ({exc})"
             raise ConfigError("--output_file", f"{what} in {template!r}; fields are the flags' names, e.g. "
@@ -248,18 +266,15 @@ def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | 
     stem, dot, suffix = template.rpartition(".")
     if not dot or "/" in suffix:
         stem, suffix = template, "json"
-    tile = f"{cfg.COMMUNICATION_TILE_M}x{cfg.COMMUNICATION_TILE_N}"
+    tile = f"{flags['COMMUNICATION_TILE_M']}x{flags['COMMUNICATION_TILE_N']}"
     sync = "" if cfg.start_sync == "device" else f"_{cfg.start_sync}sync"
-    order = "_skfirst" if cfg.sk_first else ""
-    rounds = f"_r{cfg.sk_rounds}" if cfg.sk_rounds != 1 else ""
+    order = "_skfirst" if flags["sk_first"] else ""
+    rounds = f"_r{flags['sk_rounds']}" if flags["sk_rounds"] != 1 else ""
     # a schedule given on the command line (a sweep may give several) names the file; a planned one does not
-    sched = "" if "schedule" in cfg.defaulted or cfg.schedule == "auto" else (
-        f"_{cfg.schedule}" + (("2" if cfg.two_tiles else "1") if cfg.schedule == "hybrid" else ""))
-    return f"{stem}_{cfg.algorithm}_{cfg.mode}_g{cfg.gemm_sms}_ct{tile}{order}{rounds}{sched}{sync}.{suffix}"
-
-
-def _pow2(x: int) -> bool:
-    return x > 0 and (x & (x - 1)) == 0
+    sched = "" if "schedule" in cfg.defaulted or flags["schedule"] == AUTO else (
+        f"_{flags['schedule']}" + (("2" if flags["two_tiles"] else "1") if flags["schedule"] == "hybrid" else ""))
+    return (f"{stem}_{cfg.algorithm}_{cfg.mode}_g{flags['gemm_sms']}_ct{tile}{order}{rounds}{sched}{sync}"
+            f".{suffix}")
 
 
 def _bool(flag: str, text: str) -> bool:
@@ -271,235 +286,110 @@ def _bool(flag: str, text: str) -> bool:
     raise ConfigError(flag, f"must be true or false, got {text!r}")
 
 
-def parse_config(argv: list[str] | None, device: DeviceFacts, world_size: int) -> BenchConfig:
-    """Flags -> a checked BenchConfig. Raises ConfigError for the first bad flag."""
+def op_fields(values: dict[str, Any], target: Target, datatype: str) -> dict[str, Any]:
+    """The OverlapConfig fields the command line fixes: a flag given fixes its field; a kernel flag given fixes the
+    whole GEMM config, the target's default tile with the given parts replaced."""
+    from stream_k.configs import default_config
+    from stream_k.select import default_tma
+
+    fields: dict[str, Any] = {}
+    kernel: dict[str, Any] = {}
+    for flag, path in OP_FLAGS.items():
+        v = values.get(flag)
+        if v is None or (flag == "tma" and v == AUTO):
+            continue
+        if flag in BOOL_FLAGS:
+            v = _bool(flag_name(flag), v)
+        if flag == "tma":
+            v = v == "on"
+        if path.startswith("kernel."):
+            kernel[path[7:]] = v
+        else:
+            fields[path] = v
+    if kernel:
+        base = default_config(datatype, target.arch).replace(tma=default_tma(target.arch, datatype))
+        fields["kernel"] = base.replace(**kernel)
+    return fields
+
+
+def parse_config(argv: list[str] | None, target: Target, world_size: int) -> BenchConfig:
+    """Flags -> a checked BenchConfig, its op config planned for `target`. Raises ConfigError for the first bad
+    flag."""
+    from overlap.config import InvalidConfig, OverlapConfig, check_names
+    from overlap.planner import TuningCache
+
     parser = build_parser()
     ns, unknown = parser.parse_known_args(argv)
     if unknown:
         raise ConfigError(unknown[0], "unknown flag (see --help)")
-    on_cpu = device.backend == "cpu"
-    defaults = dict(CPU_DEFAULTS if on_cpu else GPU_DEFAULTS)
+    defaults = dict(CPU_DEFAULTS if target.interpreted else GPU_DEFAULTS)
     values = vars(ns)
-    cfg = BenchConfig()
-    defaulted = []
-    for f in dataclasses.fields(cfg):
-        if f.name in ("defaulted", "cpu_small_default", "use_tma", "plan"):
-            continue
-        v = values.get(f.name)
-        if v is None:
-            if f.name in defaults:
-                v = defaults[f.name]
-                defaulted.append(f.name)
-            elif f.name in PLANNED_FLAGS:
-                continue  # planned below
-            else:
-                v = getattr(cfg, f.name)
-        setattr(cfg, f.name, v)
-    if values["two_tiles"] is not None:
-        cfg.two_tiles = values["two_tiles"] = _bool("--two_tiles", values["two_tiles"])
-    cfg.gemm_joins_comm = _bool("--gemm_joins_comm", values["gemm_joins_comm"])
-    cfg.sk_first = _bool("--sk_first", values["sk_first"])
-    if cfg.tma not in ("auto", "on", "off"):
-        raise ConfigError("--tma", f"must be auto, on or off, got {cfg.tma!r}")
-    tma_capable = device.backend == "cuda" and device.capability >= 90
-    if cfg.tma == "on" and not tma_capable:
-        where = device.name or device.backend
-        raise ConfigError("--tma", f"on needs an NVIDIA GPU of compute capability 9.0+ (this is {where}); "
+    defaulted = [name for name in defaults if values.get(name) is None]
+    values.update({name: defaults[name] for name in defaulted})
+    defaulted += [flag for flag in OP_FLAGS if values.get(flag) in (None, AUTO) and flag not in defaulted]
+    if values["tma"] not in ("auto", "on", "off"):
+        raise ConfigError("--tma", f"must be auto, on or off, got {values['tma']!r}")
+    if values["tma"] == "on" and not target.tma:
+        raise ConfigError("--tma", f"on needs an NVIDIA GPU of compute capability 9.0+ (this is {target.name}); "
                           "use auto or off")
-    if (cfg.algorithm in ALGORITHMS and cfg.datatype in DATATYPES and cfg.mode in (*MODES, AUTO)
-            and (cfg.mode == AUTO or has_mode(cfg.algorithm, cfg.mode)) and cfg.schedule in SCHEDULE_CHOICES):
-        apply_plan(cfg, values, device, world_size, defaulted)
-    cfg.defaulted = defaulted
-    cfg.cpu_small_default = on_cpu and all(x in defaulted for x in ("m", "n", "k"))
-    check_config(cfg, device, world_size)
+    run = {f.name: values[f.name] for f in dataclasses.fields(BenchConfig)
+           if f.name in values and values[f.name] is not None and f.name != "tma"}
+    try:
+        fields = op_fields(values, target, values["datatype"])
+        op = OverlapConfig(**fields)
+        check_names(op)
+        check_sizes(op, world_size)
+        op = op.resolve(target, world_size, TuningCache(values["tuning_cache"]))
+    except InvalidConfig as exc:
+        raise ConfigError(flag_of(exc.field), exc.message) from None
+    cfg = BenchConfig(op=op, tma=values["tma"], defaulted=defaulted, **run)
+    cfg.cpu_small_default = target.interpreted and all(x in defaulted for x in ("m", "n", "k"))
+    check_run(cfg)
     output_path(cfg.output_file, cfg, several=False)  # a template with a bad field is refused here
     return cfg
 
 
-def planner_target(device: DeviceFacts) -> Any:
-    from overlap.planner import Target
-    from stream_k.configs import current_arch
-
-    if device.backend == "cpu":
-        return Target("interpreter", "interpreter", device.sm_count, False)
-    arch = f"sm{device.capability}" if device.backend == "cuda" else current_arch()
-    return Target(device.name or device.backend, arch, device.sm_count, device.backend == "cuda" and
-                  device.capability >= 90)
-
-
-def fixed_from_flags(cfg: BenchConfig, values: dict[str, Any], target: Any) -> dict[str, Any]:
-    """The OverlapConfig fields the command line fixes (a kernel field given fixes the whole GEMM config, the
-    planner's default tile with the given parts replaced)."""
-    from stream_k.configs import default_config
-
-    given = {name for name in PLANNED_FLAGS if values.get(name) not in (None, AUTO)}
-    fixed: dict[str, Any] = {}
-    for name in ("mode", "total_sms", "gemm_sms", "sk_rounds", "schedule", "two_tiles"):
-        if name in given:
-            fixed[name] = values[name]
-    if "COMMUNICATION_TILE_M" in given:
-        fixed["comm_tile_m"] = values["COMMUNICATION_TILE_M"]
-    if "COMMUNICATION_TILE_N" in given:
-        fixed["comm_tile_n"] = values["COMMUNICATION_TILE_N"]
-    kernel_flags = [n for n in ("BLK_M", "BLK_N", "BLK_K", "num_stages", "num_warps") if n in given]
-    if kernel_flags or cfg.tma != "auto":
-        base = default_config(cfg.datatype, target.arch).replace(tma=target.tma)
-        fixed["kernel"] = base.replace(**{n: values[n] for n in kernel_flags},
-                                       **({} if cfg.tma == "auto" else {"tma": cfg.tma == "on"}))
-    return fixed
-
-
-def apply_plan(cfg: BenchConfig, values: dict[str, Any], device: DeviceFacts, world_size: int,
-               defaulted: list[str]) -> None:
-    """Fill every flag left unset from the planner (overlap/planner.py), and record what it chose."""
-    from overlap.planner import Problem, TuningCache, plan
-
-    target = planner_target(device)
-    fixed = fixed_from_flags(cfg, values, target)
-    problem = Problem(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, world_size)
-    chosen = plan(problem, target, fixed, TuningCache(cfg.tuning_cache))
-    c = chosen.choice
-    k = c.kernel
-    cfg.mode, cfg.total_sms, cfg.gemm_sms, cfg.sk_rounds = c.mode, c.total_sms, c.gemm_sms, c.sk_rounds
-    cfg.schedule, cfg.two_tiles = c.schedule, c.two_tiles
-    cfg.COMMUNICATION_TILE_M, cfg.COMMUNICATION_TILE_N = c.comm_tile_m, c.comm_tile_n
-    cfg.BLK_M, cfg.BLK_N, cfg.BLK_K = k.BLK_M, k.BLK_N, k.BLK_K
-    cfg.num_stages, cfg.num_warps = k.num_stages, k.num_warps
-    cfg.use_tma = k.tma
-    cfg.plan = chosen.as_dict()
-    defaulted.extend(name for name in PLANNED_FLAGS if values.get(name) in (None, AUTO) and name not in defaulted)
-
-
-def planned_fields(cfg: BenchConfig) -> dict[str, Any]:
-    """The config's values of the planner's fields (overlap.planner.PLANNED_FIELDS)."""
-    from stream_k.configs import KernelConfig
-
-    return {"mode": cfg.mode, "total_sms": cfg.total_sms, "gemm_sms": cfg.gemm_sms, "sk_rounds": cfg.sk_rounds,
-            "schedule": cfg.schedule, "two_tiles": cfg.two_tiles,
-            "comm_tile_m": cfg.COMMUNICATION_TILE_M, "comm_tile_n": cfg.COMMUNICATION_TILE_N,
-            "kernel": KernelConfig(cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, cfg.num_stages, cfg.num_warps, tma=cfg.use_tma)}
-
-
-def tuning_configs(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> list[BenchConfig]:
-    """--tune N: one config per candidate the planner would measure (the given flags fixed), each validated and
-    timed; benchmark.py stores the fastest in the tuning cache."""
-    from overlap.planner import Problem, tune_candidates
-
-    target = planner_target(device)
-    planned = set(cfg.plan.get("planned", []))
-    fixed = {name: v for name, v in planned_fields(cfg).items() if name not in planned}
-    problem = Problem(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, world_size)
-    out = []
-    for cand in tune_candidates(problem, target, fixed, cfg.tune):
-        c = dataclasses.replace(cfg, defaulted=list(cfg.defaulted))
-        k = cand.kernel
-        c.mode, c.total_sms, c.gemm_sms, c.sk_rounds = cand.mode, cand.total_sms, cand.gemm_sms, cand.sk_rounds
-        c.schedule, c.two_tiles = cand.schedule, cand.two_tiles
-        c.COMMUNICATION_TILE_M, c.COMMUNICATION_TILE_N = cand.comm_tile_m, cand.comm_tile_n
-        c.BLK_M, c.BLK_N, c.BLK_K, c.num_stages, c.num_warps, c.use_tma = (k.BLK_M, k.BLK_N, k.BLK_K, k.num_stages,
-                                                                          k.num_warps, k.tma)
-        c.plan = {**cfg.plan, "source": "tune candidate", "choice": cand.describe(),
-                  "predicted_ms": round(cand.predicted_ms, 4)}
-        c.validate = c.benchmark = True
-        check_config(c, device, world_size)
-        out.append(c)
-    return out
-
-
-def check_config(cfg: BenchConfig, device: DeviceFacts, world_size: int) -> None:
-    """Every refusal benchmark.py makes before launching anything."""
-    if cfg.algorithm not in ALGORITHMS:
-        raise ConfigError("--algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {cfg.algorithm!r}")
-    if cfg.mode not in (*MODES, AUTO):
-        raise ConfigError("--mode", f"must be one of {AUTO}, {', '.join(MODES)}, got {cfg.mode!r}")
-    if cfg.mode != AUTO and not has_mode(cfg.algorithm, cfg.mode):
-        able = ", ".join(a for a in ALGORITHMS if has_mode(a, cfg.mode))
-        raise ConfigError("--mode", f"{cfg.mode} is built for {able}, not {cfg.algorithm}")
-    if cfg.datatype not in DATATYPES:
-        raise ConfigError("--datatype", f"must be one of {', '.join(DATATYPES)}, got {cfg.datatype!r}")
-    if cfg.schedule not in SCHEDULE_CHOICES:
-        raise ConfigError("--schedule", f"must be one of {', '.join(SCHEDULE_CHOICES)}, got {cfg.schedule!r}")
-    for flag, v in (("-m", cfg.m), ("-n", cfg.n), ("-k", cfg.k)):
-        if v < 1:
-            raise ConfigError(flag, f"must be >= 1, got {v}")
-    from overlap.algorithms import ALGORITHMS as RECORDS
-
-    rec = RECORDS[cfg.algorithm]
-    if rec.split == "k" and cfg.k % world_size:
-        raise ConfigError("-k", f"{cfg.algorithm} splits K over {world_size} ranks: must be a multiple of "
-                          f"{world_size}, got {cfg.k}")
-    if rec.split == "n" and cfg.n % world_size:
-        raise ConfigError("-n", f"{cfg.algorithm} splits N over {world_size} ranks: must be a multiple of "
-                          f"{world_size}, got {cfg.n}")
-    if rec.splits_m() and cfg.m % world_size:
-        raise ConfigError("-m", f"{cfg.algorithm} splits M over {world_size} ranks: must be a multiple of "
-                          f"{world_size}, got {cfg.m}")
-    local_k = rec.local_k(cfg.k, world_size)
-    local_n = rec.local_n(cfg.n, world_size)
-    for name, rows, cols in (("A", cfg.m, local_k), ("B", local_k, local_n), ("C", cfg.m, cfg.n)):
+def check_sizes(op: Any, world_size: int) -> None:
+    """Each rank's A, B and C fit the kernels' 32-bit offsets."""
+    fam = spec.ALGORITHMS[op.algorithm].family
+    (am, ak), (bk, bn), (cm, cn) = (fam.a_shape(op.m, op.k, world_size), fam.b_shape(op.k, op.n, world_size),
+                                    (op.m, op.n))
+    for name, rows, cols in (("A", am, ak), ("B", bk, bn), ("C", cm, cn)):
         if rows * cols > MAX_ELEMENTS:
             raise ConfigError("-m/-n/-k", f"{name} of each rank would be {rows} x {cols} = {rows * cols} elements; "
                               f"the kernels index with 32-bit offsets, so at most {MAX_ELEMENTS}")
-    for flag, v in (("--BLK_M", cfg.BLK_M), ("--BLK_N", cfg.BLK_N), ("--BLK_K", cfg.BLK_K)):
-        if not _pow2(v) or not 16 <= v <= 512:
-            raise ConfigError(flag, f"must be a power of two in [16, 512], got {v}")
-    for flag, v, blk, bname in (
-        ("--COMMUNICATION_TILE_M", cfg.COMMUNICATION_TILE_M, cfg.BLK_M, "--BLK_M"),
-        ("--COMMUNICATION_TILE_N", cfg.COMMUNICATION_TILE_N, cfg.BLK_N, "--BLK_N"),
-    ):
-        if not _pow2(v) or v > blk:
-            raise ConfigError(flag, f"must be a power of two that divides {bname}={blk}, got {v}")
-    if cfg.num_stages < 1 or cfg.num_stages > 8:
-        raise ConfigError("--num_stages", f"must be in [1, 8], got {cfg.num_stages}")
-    if cfg.num_warps not in (1, 2, 4, 8, 16):
-        raise ConfigError("--num_warps", f"must be one of 1, 2, 4, 8, 16, got {cfg.num_warps}")
-    if not _pow2(cfg.communication_block_size) or not 32 <= cfg.communication_block_size <= 1024:
-        raise ConfigError("--communication_block_size",
-                          f"must be a power of two in [32, 1024] (threads), got {cfg.communication_block_size}")
-    if cfg.gsize_m < 1:
-        raise ConfigError("--gsize_m", f"must be >= 1, got {cfg.gsize_m}")
-    from stream_k.plan import MAX_SK_ROUNDS
 
-    if cfg.mode == AUTO:
-        raise ConfigError("--mode", "auto was not resolved (the planner needs a valid --algorithm and --datatype)")
-    if not 1 <= cfg.sk_rounds <= MAX_SK_ROUNDS:
-        raise ConfigError("--sk_rounds", f"must be in 1..{MAX_SK_ROUNDS}, got {cfg.sk_rounds}")
+
+def check_run(cfg: BenchConfig) -> None:
+    """The run's own flags (the op's are checked by overlap.config)."""
     if cfg.validate_iters < 1:
         raise ConfigError("--validate_iters", f"must be >= 1, got {cfg.validate_iters}")
-    if cfg.datatype == "int8" and cfg.BLK_K < 32:
-        raise ConfigError("--BLK_K", f"must be >= 32 for int8 inputs (tl.dot's minimum K), got {cfg.BLK_K}")
     if cfg.iters < 1:
         raise ConfigError("--iters", f"must be >= 1, got {cfg.iters}")
     if cfg.warmup < 0:
         raise ConfigError("--warmup", f"must be >= 0, got {cfg.warmup}")
     if cfg.start_sync not in START_SYNCS:
         raise ConfigError("--start_sync", f"must be one of {', '.join(START_SYNCS)}, got {cfg.start_sync!r}")
-    if not 0 < cfg.timeout_s <= MAX_TIMEOUT_S:  # nan fails this too
-        raise ConfigError("--timeout_s", f"must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], got {cfg.timeout_s}")
-    # SM split. All programs of a launch must be resident at once (they wait on each other), so a
-    # launch may not have more programs than the device has SMs.
-    if not 1 <= cfg.total_sms <= device.sm_count:
-        raise ConfigError("--total_sms", f"must be in [1, {device.sm_count}] (the device's SMs: every program "
-                          f"must be resident, or waits could deadlock), got {cfg.total_sms}")
-    if cfg.mode == "copy_engine":
-        if cfg.gemm_sms != cfg.total_sms:
-            raise ConfigError("--gemm_sms", f"copy_engine runs the GEMM on every SM: leave it unset or give "
-                              f"--total_sms ({cfg.total_sms}), got {cfg.gemm_sms}")
-    elif not 1 <= cfg.gemm_sms < cfg.total_sms:
-        raise ConfigError("--gemm_sms", f"must be in [1, {cfg.total_sms - 1}] (below --total_sms={cfg.total_sms}, "
-                          f"leaving SMs to communicate), got {cfg.gemm_sms}")
-    # Shared memory of one GEMM program: the pipelined A and B tiles.
-    elem = 4 if cfg.datatype == "fp32" else (1 if cfg.datatype == "int8" else 2)
-    smem = (cfg.BLK_M * cfg.BLK_K + cfg.BLK_K * cfg.BLK_N) * elem * cfg.num_stages
-    if device.backend != "cpu" and smem > device.shared_mem_per_program:
-        raise ConfigError("--BLK_M/--BLK_N/--BLK_K/--num_stages",
-                          f"tiles need ~{smem} B of shared memory per program, the device has "
-                          f"{device.shared_mem_per_program} B: use smaller blocks or fewer stages")
-    if device.backend == "cpu" and rec.zeroes_c and cfg.datatype == "bf16":
-        raise ConfigError("--datatype", f"{cfg.algorithm} adds bf16 tiles atomically, which Triton's CPU interpreter "
-                          "cannot do: use fp32 or fp16 on the CPU (bf16 runs on GPUs)")
     if cfg.heap_size < 1 << 20:
         raise ConfigError("--heap_size", f"must be at least 1 MiB, got {cfg.heap_size}")
+
+
+def tuning_configs(cfg: BenchConfig, target: Target, world_size: int) -> list[BenchConfig]:
+    """--tune N: one config per candidate the planner would measure (the given flags fixed), each validated and
+    timed; benchmark.py stores the fastest in the tuning cache."""
+    from overlap.config import PLANNED_FIELDS
+    from overlap.planner import Problem, tune_candidates
+
+    planned = set(cfg.plan.get("planned", []))
+    fixed = {name: getattr(cfg.op, name) for name in PLANNED_FIELDS if name not in planned}
+    problem = Problem(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, world_size)
+    out = []
+    for cand in tune_candidates(problem, target, fixed, cfg.tune):
+        info = {**cfg.plan, "source": "tune candidate", "choice": cand.describe(),
+                "predicted_ms": round(cand.predicted_ms, 4)}
+        op = dataclasses.replace(cfg.op, **cand.fields(), plan_info=info)
+        out.append(dataclasses.replace(cfg, op=op, defaulted=list(cfg.defaulted), validate=True, benchmark=True))
+    return out
 
 
 def check_environment() -> str:
@@ -526,7 +416,7 @@ def check_environment() -> str:
     return backend
 
 
-def check_heap(cfg: BenchConfig, device: DeviceFacts, backend: str, ranks_on_node: int) -> None:
+def check_heap(cfg: BenchConfig, target: Target, backend: str, ranks_on_node: int) -> None:
     """Refuse a heap that cannot be had, with the sizes, before any is made: on the shm backend every
     rank of the node puts its heap in /dev/shm (a heap past its free space dies with SIGBUS when
     touched); on a GPU the heap must fit in the device's memory."""
@@ -537,9 +427,9 @@ def check_heap(cfg: BenchConfig, device: DeviceFacts, backend: str, ranks_on_nod
         problem = space_problem(cfg.heap_size, ranks_on_node)
         if problem:
             raise ConfigError(flag, problem)
-    elif device.memory_bytes and cfg.heap_size > device.memory_bytes:
-        raise ConfigError(flag, f"a heap of {cfg.heap_size} B per rank does not fit in the {device.memory_bytes} B "
-                          f"of {device.name or 'the GPU'}")
+    elif target.memory and cfg.heap_size > target.memory:
+        raise ConfigError(flag, f"a heap of {cfg.heap_size} B per rank does not fit in the {target.memory} B "
+                          f"of {target.name}")
 
 
 def check_outputs(paths: list[str | None]) -> None:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import spec
 from harness import sysinfo
 
 SCHEMA = "streamk-pgas/run-log/1"
@@ -22,7 +23,7 @@ SCHEMA = "streamk-pgas/run-log/1"
 REQUIRED: dict[str, type | tuple[type, ...]] = {
     "schema": str,
     "producer": str,          # "benchmark" (this project) or "reference" (vendor library)
-    "algorithm": str,         # all_reduce | all_scatter | one_shot | all_gather | gemm | ...
+    "algorithm": str,         # an algorithm of spec.ALGORITHMS, or a baseline's collective (spec.BASELINES)
     "implementation": str,    # e.g. "streamk-pgas", "cublas+nccl", "torch-symm-mem"
     "mode": (str, type(None)),  # overlap mode for benchmark.py; None for references
     "world_size": int,
@@ -40,38 +41,18 @@ TIMING_KEYS = ("iters", "warmup", "e2e_ms", "tflops", "kernels_ms")
 VALIDATION_KEYS = ("enabled", "passed")
 
 
-def problem_sizes(
-    algorithm: str, m: int, n: int, k: int, datatype: str, world_size: int, element_bytes: int
-) -> dict[str, Any]:
-    """Global and per-rank sizes of C = A @ B sharded over the world, as every producer reports them.
-
-    all_reduce / one_shot: K is split (A column-, B row-sharded); each rank makes a full M x N partial.
-    all_scatter / all_gather: N is split (B column-sharded); each rank makes M x N/W columns.
-    all_gather_gemm: A row-, B column-sharded; each rank gathers A and makes M x N/W columns.
-    gemm_reduce_scatter: as all_reduce; each rank ends with M/W rows of the sum.
-    gemm: one GPU does the whole product.
-    """
-    local_m, local_n, local_k = m, n, k
-    if algorithm == "all_gather_gemm":  # A row-, B column-sharded: each rank multiplies the gathered A
-        local_n = n // world_size
-        comm_bytes = (m // world_size) * k * element_bytes  # the A rows each rank sends to every peer
-    elif algorithm == "gemm_reduce_scatter":  # as all_reduce; each rank keeps M/W rows of the sum
-        local_k = k // world_size
-        comm_bytes = m * n * element_bytes  # the M x N partial each rank contributes
-    elif algorithm in ("all_reduce", "one_shot", "reduce_scatter"):
-        local_k = k // world_size
-        comm_bytes = m * n * element_bytes  # the M x N partial each rank contributes
-    elif algorithm in ("all_scatter", "all_gather"):
-        local_n = n // world_size
-        comm_bytes = m * local_n * element_bytes  # the M x N/W block each rank sends to every peer
-    else:
-        comm_bytes = 0
+def problem_sizes(family: spec.Family, m: int, n: int, k: int, datatype: str, world_size: int) -> dict[str, Any]:
+    """Global and per-rank sizes of C = A @ B sharded over the world as the family shards it (spec.sharding), as
+    every producer reports them: local_m x local_n x local_k is each rank's GEMM, comm_bytes the object each
+    rank contributes to the collective (its partial, its block of C, or its rows of A)."""
+    dt = spec.DATATYPES[datatype]
+    local_m, local_n, local_k = family.gemm_shape(m, n, k, world_size)
     return {
         "m": m, "n": n, "k": k, "datatype": datatype,
         "local_m": local_m, "local_n": local_n, "local_k": local_k,
         "flops": 2 * m * n * k,                      # the whole distributed product
         "flops_per_rank": 2 * local_m * local_n * local_k,
-        "comm_bytes": comm_bytes,
+        "comm_bytes": family.payload_bytes(m, n, k, world_size, dt.bytes, dt.output_bytes),
     }
 
 

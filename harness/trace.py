@@ -11,7 +11,7 @@ Input, per rank (benchmark.py gathers these from the device):
 Rows whose end is 0 were not traced and are skipped (a comm row with wait_end 0 keeps its move).
 
 Each GPU has its own %globaltimer, and two GPUs of one host need not agree: on 2 x H200 their
-clocks differed by 8 us in one session and by 200-300 us in another. So when every rank gives an
+clocks differed by 8 us on one boot and by 200-300 us on another. So when every rank gives an
 `origin_ticks` (benchmark.py stamps it as the device-side start barrier releases that rank, within
 a few microseconds of the same instant on every rank), each rank's times are made relative to its
 own origin; otherwise relative to the earliest timestamp over all ranks (one clock assumed).

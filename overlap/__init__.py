@@ -1,5 +1,16 @@
-"""The overlapped GEMM + communication as a library op (see overlap.op)."""
+"""The overlapped GEMM + communication as a library op (see overlap.op).
 
-from overlap.op import OverlapConfig, OverlapOp, heap_bytes
+    config      OverlapConfig: the problem and every kernel choice; resolve() plans the rest, checks the whole
+    planner     the defaults: mode, SM split, the GEMM (stream_k.select), communication tile; the tuning cache
+    buffers     every tensor of one op (heap and device); heap_bytes
+    modes       one class per mode: its step (launches), its cost, its checks
+    parts       the launches a step is made of, bound to one op
+    step        a step's launches; queueing them (two streams, graph replay)
+    op          OverlapOp: create, call, check_errors, reset, launches
+    kernels, kernel_args, communication/, copy_steps    the device side
+"""
 
-__all__ = ["OverlapConfig", "OverlapOp", "heap_bytes"]
+from overlap.config import InvalidConfig, OverlapConfig, heap_bytes
+from overlap.op import OverlapOp
+
+__all__ = ["InvalidConfig", "OverlapConfig", "OverlapOp", "heap_bytes"]

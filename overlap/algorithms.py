@@ -1,7 +1,9 @@
-"""What differs between the algorithms, in one record each (in the spirit of nccl-tests' one struct per
-collective): how A and B are split, which epilogue the GEMM runs, which tile kernel moves a tile, how
-a tile's readiness is told, and what the communication must do before it writes to a peer. Nothing
-else in the op branches on an algorithm's name.
+"""How each algorithm of spec.sharding is carried out on the device, in one record each (in the spirit of
+nccl-tests' one struct per collective): which epilogue the GEMM runs, which tile kernel moves a tile, how a
+tile's readiness is told, what the communication must do before it writes to a peer, and which copy schedule
+mode copy_engine runs. The sharding itself (each rank's shards, its output, the bytes moved, the modes built
+for it) is the algorithm's spec record (`Algorithm.spec`). Nothing else in the op branches on an algorithm's
+name.
 
 Buffers (H: on the heap, reached by peers):
     all_scatter  C [M, N] (H); the GEMM writes C[:, r*N/W:(r+1)*N/W]; tiles are copied to every peer's C.
@@ -14,6 +16,7 @@ Buffers (H: on the heap, reached by peers):
                          all_reduce; each partial tile is atomically added into the owning rank's rows.
                          copy_engine: the partial's rows go to their owner's RECV [W, M/W, N] (H), slot = sender,
                          and C = own rows + the other slots, added after the step's copies.
+With one rank there is nothing to move: every algorithm's GEMM writes C itself (overlap.modes).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from overlap.communication.all_gather import gathered_store_epilogue, no_tile
+import spec
+from overlap.communication.all_gather import gathered_store_epilogue
 from overlap.communication.all_reduce import all_reduce_push_epilogue, all_reduce_tile
 from overlap.communication.all_scatter import all_scatter_push_epilogue, all_scatter_tile
 from overlap.communication.one_shot import one_shot_publish_epilogue, one_shot_tile
@@ -31,51 +35,30 @@ from stream_k.kernel import store_and_signal
 
 @dataclass(frozen=True)
 class Algorithm:
-    name: str
-    split: str  # "k": A column-, B row-sharded, each rank a full partial; "n": B column-sharded
-    tile_fn: Any  # moves one finished tile (iris_ops.*_tile)
+    spec: spec.Algorithm
+    tile_fn: Any  # moves one finished tile (None: the algorithm moves A's rows, not C's tiles)
     epilogue: Any  # the GEMM epilogue when communication tiles move the data
     push_epilogue: Any | None  # fused_sequential's epilogue, which moves the tile itself (None: as epilogue)
     ready_from_every_rank: bool  # a tile is ready once every rank produced it (one_shot) / this rank's GEMM did
-    writes_peers: bool  # writes into the peers' C, so it waits for their arrival at the step
-    zeroes_c: bool  # C must be zeroed every step before any rank adds into it
+    writes_peers: bool  # writes into the peers' buffers, so it waits for their arrival at the step
+    zeroes_c: bool  # C must be zeroed every step before any rank adds into it (atomic reductions)
     partial_buffer: bool  # the GEMM writes a partial M x N buffer, not (a slice of) C
-    output: str = "full"  # what C is on each rank: "full" M x N; "cols" M x N/W (its columns); "rows" M/W x N
-    gathers_a: bool = False  # A is row-sharded (M/W x K); the communication gathers it, the GEMM waits on its rows
     # mode copy_engine's schedule (overlap.copy_steps): "scatter" C's columns to every peer, "reduce_rows" (send
-    # each owner its rows of the partial, add what arrives), "gather_a" (A's rows to every peer); None: no such mode
+    # each owner its rows of the partial, add what arrives), "gather_a" (A's rows to every peer)
     copy_schedule: str | None = None
 
-    def local_k(self, k: int, world: int) -> int:
-        return k // world if self.split == "k" else k
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
-    def local_m(self, m: int, world: int) -> int:
-        """Rows of this rank's A."""
-        return m // world if self.gathers_a else m
+    @property
+    def family(self) -> spec.Family:
+        return self.spec.family
 
-    def splits_m(self) -> bool:
-        """Whether M is split over the ranks (A's rows or C's rows), so it must be a multiple of W."""
-        return self.gathers_a or self.output == "rows"
-
-    def c_shape(self, m: int, n: int, world: int) -> tuple[int, int]:
-        """Shape of C, the op's output on each rank."""
-        if self.output == "rows":
-            return m // world, n
-        if self.output == "cols":
-            return m, n // world
-        return m, n
-
-    def shard_of(self, full: Any, rank: int, world: int) -> Any:
-        """This rank's part of the whole product `full` (M x N): what its C must hold."""
-        rows, cols = self.c_shape(full.shape[0], full.shape[1], world)
-        if self.output == "rows":
-            return full[rank * rows:(rank + 1) * rows, :]
-        if self.output == "cols":
-            return full[:, rank * cols:(rank + 1) * cols]
-        return full
-
-    def local_n(self, n: int, world: int) -> int:
-        return n // world if self.split == "n" else n
+    @property
+    def gathers_a(self) -> bool:
+        """A is row-sharded: the communication gathers it, the GEMM waits on its rows."""
+        return self.family.a == "rows"
 
     def ready_sources(self, world: int) -> int:
         return world if self.ready_from_every_rank else 1
@@ -86,20 +69,21 @@ class Algorithm:
                               or (sequential and (self.push_epilogue is not None or self.gathers_a)))
 
 
-ALGORITHMS: dict[str, Algorithm] = {
-    "all_reduce": Algorithm("all_reduce", "k", all_reduce_tile, store_and_signal, all_reduce_push_epilogue,
-                            ready_from_every_rank=False, writes_peers=True, zeroes_c=True, partial_buffer=True),
-    "all_scatter": Algorithm("all_scatter", "n", all_scatter_tile, store_and_signal, all_scatter_push_epilogue,
-                             ready_from_every_rank=False, writes_peers=True, zeroes_c=False, partial_buffer=False,
-                             copy_schedule="scatter"),
-    "one_shot": Algorithm("one_shot", "k", one_shot_tile, one_shot_publish_epilogue, None,
-                          ready_from_every_rank=True, writes_peers=False, zeroes_c=False, partial_buffer=True),
-    "all_gather_gemm": Algorithm("all_gather_gemm", "n", no_tile, gathered_store_epilogue, None,
-                                 ready_from_every_rank=False, writes_peers=True, zeroes_c=False,
-                                 partial_buffer=False, output="cols", gathers_a=True,
-                                 copy_schedule="gather_a"),
-    "gemm_reduce_scatter": Algorithm("gemm_reduce_scatter", "k", reduce_scatter_tile, store_and_signal,
-                                     reduce_scatter_push_epilogue, ready_from_every_rank=False, writes_peers=True,
-                                     zeroes_c=True, partial_buffer=True, output="rows",
-                                     copy_schedule="reduce_rows"),
-}
+_S = spec.ALGORITHMS
+ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
+    Algorithm(_S["all_reduce"], all_reduce_tile, store_and_signal, all_reduce_push_epilogue,
+              ready_from_every_rank=False, writes_peers=True, zeroes_c=True, partial_buffer=True),
+    Algorithm(_S["all_scatter"], all_scatter_tile, store_and_signal, all_scatter_push_epilogue,
+              ready_from_every_rank=False, writes_peers=True, zeroes_c=False, partial_buffer=False,
+              copy_schedule="scatter"),
+    Algorithm(_S["one_shot"], one_shot_tile, one_shot_publish_epilogue, None,
+              ready_from_every_rank=True, writes_peers=False, zeroes_c=False, partial_buffer=True),
+    Algorithm(_S["all_gather_gemm"], None, gathered_store_epilogue, None,
+              ready_from_every_rank=False, writes_peers=True, zeroes_c=False, partial_buffer=False,
+              copy_schedule="gather_a"),
+    Algorithm(_S["gemm_reduce_scatter"], reduce_scatter_tile, store_and_signal, reduce_scatter_push_epilogue,
+              ready_from_every_rank=False, writes_peers=True, zeroes_c=True, partial_buffer=True,
+              copy_schedule="reduce_rows"),
+)}
+assert set(ALGORITHMS) == set(spec.ALGORITHMS)
+assert all((a.copy_schedule is not None) == a.spec.has_mode("copy_engine") for a in ALGORITHMS.values())

@@ -21,11 +21,14 @@ operations (each a driver call of a few microseconds).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
+
+if TYPE_CHECKING:
+    from overlap.buffers import OpBuffers
 
 BANDS = 8  # bands per copy region (see the module docstring)
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A
@@ -122,16 +125,20 @@ def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill:
     return ops
 
 
-def schedule_ops(kind: str, op: Any, a: torch.Tensor, finish: Any, wait: bool = True) -> list[Op]:
-    """The step's copy-engine operations for an OverlapOp `op` (its buffers), then its ce_finish launch."""
-    peers = Peers(op.shmem.get_heap_bases().tolist(), op.rank)
-    blk_m = op.cfg.kernel.BLK_M
+def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[int], rank: int, world: int,
+                 blk_m: int, finish: Any, wait: bool = True) -> list[Op]:
+    """The step's copy-engine operations over an op's buffers (overlap.buffers.OpBuffers), then its ce_finish
+    launch `finish`."""
+    peers = Peers(heap_bases, rank)
     if kind == "scatter":
-        ops = scatter_ops(op.gemm_out, op.counts, op.tiles_per_row, blk_m, peers, op.world, wait)
+        assert bufs.counts is not None
+        ops = scatter_ops(bufs.gemm_out, bufs.counts, bufs.tiles_per_row, blk_m, peers, world, wait)
     elif kind == "reduce_rows":
-        ops = reduce_rows_ops(op.partial, op.recv, op.counts, op.tiles_per_row, blk_m, peers, op.world, wait)
+        assert bufs.partial is not None and bufs.recv is not None and bufs.counts is not None
+        ops = reduce_rows_ops(bufs.partial, bufs.recv, bufs.counts, bufs.tiles_per_row, blk_m, peers, world, wait)
     else:
-        ops = gather_a_ops(a, op.ag, op.a_ready, op.fill, blk_m, peers, op.world)
+        assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
+        ops = gather_a_ops(a, bufs.ag, bufs.a_ready, bufs.fill, blk_m, peers, world)
     return [*ops, Launch(finish)]
 
 

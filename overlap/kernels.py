@@ -3,15 +3,21 @@
 world_size is a compile-time constant here, so loops over ranks unroll and a communication
 program has all of its ranks' loads in flight at once.
 
-`overlap_kernel` is the one kernel every mode launches for the GEMM: programs 0..gemm_programs-1
-run `stream_k.kernel.streamk_program`; programs from gemm_programs on run
-`overlap.communication.comm_loop.comm_program` (workgroup specialisation by program id). With no
-communication programs it is the plain GEMM (bulk_sync, two_streams). With COMM_AFTER_GEMM the
-GEMM programs join the communication once their own GEMM work is done, claiming tiles from the
-same counter as the communication programs, so the last wave's tiles are moved by many programs
-instead of the few set aside. `comm_kernel` is communication alone; `zero_and_announce_kernel`
-zeroes C and tells the peers that this rank has arrived at the step (fused_sequential all_reduce,
-which has no communication programs to do it); `announce_kernel` only tells them (a preload).
+`overlap_kernel` is the one kernel every mode launches for the GEMM when there are peers: programs
+0..gemm_programs-1 run `stream_k.kernel.streamk_program`; the other programs communicate
+(workgroup specialisation by program id): `overlap.communication.comm_loop.comm_program` moves the
+GEMM's tiles (MOVE), or `overlap.communication.all_gather.gather_program` pushes A's rows (GATHER).
+With no communication programs it is the plain GEMM in the step protocol (bulk_sync, two_streams).
+With COMM_AFTER_GEMM the GEMM programs join the communication once their own GEMM work is done,
+claiming tiles from the same counter as the communication programs, so the last wave's tiles are
+moved by many programs instead of the few set aside. `comm_kernel` is communication alone;
+`zero_and_announce_kernel` zeroes C and tells the peers that this rank has arrived at the step
+(fused_sequential all_reduce, which has no communication programs to do it); `announce_kernel` only
+tells them (a preload). Their argument groups are overlap.kernel_args'; a kernel gets None for a
+group its algorithm does not use.
+
+A world of one rank has nothing to communicate and no peer to wait for: its steps launch the
+stand-alone GEMM (stream_k.kernel.streamk_gemm_kernel) and none of this.
 
 The step protocol. No kernel argument changes from one step to the next (so a step can be
 captured in a CUDA graph and replayed): what changes lives in the control block CTRL, int32 words
@@ -111,29 +117,29 @@ def _zero_part(C, n_elems, part, parts, CTRL, e, heap_bases, cur_rank, world_siz
 
 
 @triton.jit
-def _start_comm(c, C, n_elems, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank,
-                world_size: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr, WAITS_ARRIVED: tl.constexpr):
-    """What communication program c does before its first tile: zero its slice of C (all_reduce) or
+def _start_comm(c, STEP, STEP_FLAGS, MOVE, e, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr):
+    """What communication program c does before its first tile: zero its slice of C (atomic reductions) or
     announce arrival (program 0), then wait for every rank's arrival."""
-    if ZERO_C:
-        if c < zero_programs:
-            _zero_part(C, n_elems, c, zero_programs, CTRL, e, heap_bases, cur_rank, world_size, 4096)
-    elif ANNOUNCE:
+    if STEP_FLAGS.ZERO_C:
+        if c < MOVE.zero_programs:
+            _zero_part(MOVE.DST, MOVE.c_elems, c, MOVE.zero_programs, STEP.CTRL, e, heap_bases, cur_rank,
+                       world_size, 4096)
+    elif STEP_FLAGS.ANNOUNCE:
         if c == 0:
-            _announce(CTRL, e, heap_bases, cur_rank, world_size)
-    if WAITS_ARRIVED:
-        _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
+            _announce(STEP.CTRL, e, heap_bases, cur_rank, world_size)
+    if STEP_FLAGS.WAITS_ARRIVED:
+        _wait_arrived(STEP.CTRL, e, max_spins, ERRORS, world_size)
 
 
 @triton.jit
 def _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr,
-            PEER_SYNC: tl.constexpr, SCOPE: tl.constexpr):
+            PEER_SYNC: tl.constexpr, SYS: tl.constexpr):
     """Count this program finished; the step's last program closes the step (see the module docstring)."""
     tl.debug_barrier()
-    if SCOPE == "gpu":
-        n = tl.atomic_add(CTRL + _FINISHED, 1, sem="acq_rel", scope="gpu")
-    else:
+    if SYS:
         n = tl.atomic_add(CTRL + _FINISHED, 1, sem="acq_rel", scope="sys")
+    else:
+        n = tl.atomic_add(CTRL + _FINISHED, 1, sem="acq_rel", scope="gpu")
     if n == step_programs - 1:
         if PEER_SYNC:
             for i in range(1, world_size):
@@ -149,55 +155,59 @@ def _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, wor
         tl.atomic_xchg(CTRL + _EPOCH, e, sem="release", scope="gpu")
 
 
-_DNS = ["sk_tiles", "max_spins", "gemm_programs", "comm_programs", "step_programs", "zero_programs", "claim_rotate"]
+@triton.jit
+def _communicate(c, programs, trace_pid, STEP, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, GATHER, GATHER_FLAGS, e,
+                 max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size: tl.constexpr,
+                 BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
+    """Communication program c of `programs`: push its pieces of A's rows (GATHER), or move tiles (MOVE)."""
+    if GATHER is not None:
+        gather_program(c, programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_rank, world_size, BLK_M)
+    else:
+        comm_program(c, programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, STEP.CTRL + _CLAIM, max_spins, ERRORS,
+                     COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
 
 
-@triton.jit(do_not_specialize=_DNS)
+@triton.jit(do_not_specialize=["sk_tiles", "max_spins"])
 def overlap_kernel(
-    # GEMM (stream_k.kernel.streamk_program's arguments, by the same names)
+    # the GEMM: stream_k.kernel.streamk_program's arguments, by the same names (StreamKGemm.launch_args)
     A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     sk_tiles, max_spins,
     heap_bases, cur_rank, world_size: tl.constexpr,
-    # communication (overlap.communication.comm_loop.comm_program's arguments; the source is the GEMM's C)
-    DST, stride_dm, stride_dn, COMM_TRACE, CTRL, claim_rotate, zero_programs,
-    gemm_programs, comm_programs, step_programs, c_elems,
-    # all-gather of A (all_gather_gemm): this rank's rows, the gathered heap buffer, its row-ready words
-    A_LOCAL, stride_lm, stride_lk, AG, stride_gm, stride_gk, A_READY, a_rows,
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr, SK_FIRST: tl.constexpr,
     SK_ROUNDS: tl.constexpr, P_DESC,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_SOURCES: tl.constexpr, CTM: tl.constexpr,
-    CTN: tl.constexpr, CLAIM_TILES: tl.constexpr, COMM_AFTER_GEMM: tl.constexpr,
-    GEMM_WAITS_ARRIVED: tl.constexpr, WAITS_ARRIVED: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr,
-    PEER_SYNC: tl.constexpr, GEMM_SCOPE: tl.constexpr,
-    GATHER_A: tl.constexpr = False, GEMM_GATHERS: tl.constexpr = False, GEMM_WAITS_A: tl.constexpr = False,
-    GATHER_RM: tl.constexpr = 32, GATHER_KB: tl.constexpr = 64, REDUCE_LOADS: tl.constexpr = 1,
+    REDUCE_LOADS: tl.constexpr,
+    # the step and the communication (overlap.kernel_args; None where unused)
+    STEP, STEP_FLAGS, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, COMM_TRACE, GATHER, GATHER_FLAGS,
 ):
     pid = tl.program_id(0)
+    CTRL = STEP.CTRL
     e = _step_epoch(CTRL)
-    claim = CTRL + _CLAIM
-    if not CLAIM_TILES:
-        claim = None
-    a_ready = A_READY
-    if not GEMM_WAITS_A:
-        a_ready = None
-    # With GATHER_A the communication programs come first: the interpreter runs programs in order, and
-    # the GEMM programs wait on the rows that they push.
+    gemm_programs = STEP.gemm_programs
+    comm_programs = STEP.comm_programs
+    # Communication programs that push A's rows come first: the interpreter runs programs in order, and the
+    # GEMM programs wait on the rows that they push.
     gpid = pid
-    if GATHER_A:
+    if GATHER is not None:
         gpid = pid - comm_programs
     if (gpid >= 0) & (gpid < gemm_programs):
-        if GEMM_WAITS_ARRIVED:  # fused_sequential: the epilogue (or the gather) writes into every rank's buffers
-            if ANNOUNCE:
+        a_ready = None
+        a_rows = 1
+        if GATHER is not None:
+            if GATHER_FLAGS.GEMM_WAITS:
+                a_ready = GATHER.A_READY
+                a_rows = GATHER.a_rows
+        if STEP_FLAGS.GEMM_WAITS_ARRIVED:  # fused_sequential: the epilogue (or the gather) writes every rank's buffers
+            if STEP_FLAGS.ANNOUNCE:
                 if gpid == 0:
                     _announce(CTRL, e, heap_bases, cur_rank, world_size)
             _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
-        if GEMM_GATHERS:  # fused_sequential all_gather_gemm: push this program's share of A, then compute
-            gather_program(gpid, gemm_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
-                           A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_RM, GATHER_KB)
+        if GATHER is not None:
+            if GATHER_FLAGS.IN_GEMM:  # fused_sequential all_gather_gemm: push this program's share of A, then compute
+                gather_program(gpid, gemm_programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_rank, world_size, BLK_M)
         streamk_program(
             gpid, gemm_programs,
             A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
@@ -209,68 +219,36 @@ def overlap_kernel(
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
             SK_ROUNDS, P_DESC, a_ready, a_rows, REDUCE_LOADS,
         )
-        if COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
-            if WAITS_ARRIVED:
+        if STEP_FLAGS.COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
+            if STEP_FLAGS.WAITS_ARRIVED:
                 _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
-            comm_program(
-                pid, gemm_programs, pid,
-                C, DST, M, N, stride_cm, stride_cn, stride_dm, stride_dn,
-                TILE_FLAGS, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
-                heap_bases, cur_rank, world_size, claim, claim_rotate,
-                TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
-            )
-        _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, GEMM_SCOPE)
-    else:
+            comm_program(pid, gemm_programs, pid, MOVE, MOVE_FLAGS, TILE_FN, e, CTRL + _CLAIM, max_spins, ERRORS,
+                         COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
+        _finish(CTRL, e, STEP.step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, STEP_FLAGS.PEER_SYNC,
+                STEP_FLAGS.GEMM_SYS)
+    elif STEP_FLAGS.COMM:
         c = pid - gemm_programs
-        if GATHER_A:
+        if GATHER is not None:
             c = pid
-        _start_comm(c, DST, c_elems, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
-                    ZERO_C, ANNOUNCE, WAITS_ARRIVED)
-        if GATHER_A:
-            gather_program(c, comm_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
-                           A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_RM, GATHER_KB)
-        else:
-            comm_program(
-                c, comm_programs, pid,
-                C, DST, M, N, stride_cm, stride_cn, stride_dm, stride_dn,
-                TILE_FLAGS, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
-                heap_bases, cur_rank, world_size, claim, claim_rotate,
-                TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
-            )
-        _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, "sys")
+        _start_comm(c, STEP, STEP_FLAGS, MOVE, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
+        _communicate(c, comm_programs, pid, STEP, MOVE, MOVE_FLAGS, TILE_FN, GATHER, GATHER_FLAGS, e, max_spins,
+                     ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
+        _finish(CTRL, e, STEP.step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, STEP_FLAGS.PEER_SYNC,
+                True)
 
 
-@triton.jit(do_not_specialize=["max_spins", "step_programs", "zero_programs", "claim_rotate"])
-def comm_kernel(
-    SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, max_spins, ERRORS, COMM_TRACE, CLOCK, CTRL, claim_rotate, zero_programs, step_programs,
-    heap_bases, cur_rank, world_size: tl.constexpr,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_SOURCES: tl.constexpr,
-    BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
-    CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr, CLAIM_TILES: tl.constexpr,
-    WAITS_ARRIVED: tl.constexpr, ZERO_C: tl.constexpr, ANNOUNCE: tl.constexpr, PEER_SYNC: tl.constexpr,
-    c_elems, K=0, A_LOCAL=None, stride_lm=0, stride_lk=0, AG=None, stride_gm=0, stride_gk=0, A_READY=None,
-    GATHER_A: tl.constexpr = False, GATHER_RM: tl.constexpr = 32, GATHER_KB: tl.constexpr = 64,
-):
+@triton.jit(do_not_specialize=["max_spins"])
+def comm_kernel(heap_bases, cur_rank, world_size: tl.constexpr, ERRORS, CLOCK, max_spins, TIMER: tl.constexpr,
+                BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
+                STEP, STEP_FLAGS, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, COMM_TRACE, GATHER, GATHER_FLAGS):
+    """Communication alone, on every program of its grid: tiles of the GEMM's output (MOVE) or A's rows (GATHER)."""
     pid = tl.program_id(0)
-    e = _step_epoch(CTRL)
-    claim = CTRL + _CLAIM
-    if not CLAIM_TILES:
-        claim = None
-    _start_comm(pid, DST, c_elems, CTRL, e, zero_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
-                ZERO_C, ANNOUNCE, WAITS_ARRIVED)
-    if GATHER_A:
-        gather_program(pid, tl.num_programs(0), A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
-                       A_READY, e, heap_bases, cur_rank, world_size, BLK_M, GATHER_RM, GATHER_KB)
-    else:
-        comm_program(
-            pid, tl.num_programs(0), pid,
-            SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-            READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
-            heap_bases, cur_rank, world_size, claim, claim_rotate,
-            TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER,
-        )
-    _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, PEER_SYNC, "sys")
+    e = _step_epoch(STEP.CTRL)
+    _start_comm(pid, STEP, STEP_FLAGS, MOVE, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
+    _communicate(pid, tl.num_programs(0), pid, STEP, MOVE, MOVE_FLAGS, TILE_FN, GATHER, GATHER_FLAGS, e, max_spins,
+                 ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
+    _finish(STEP.CTRL, e, STEP.step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
+            STEP_FLAGS.PEER_SYNC, True)
 
 
 @triton.jit
@@ -306,5 +284,4 @@ def ce_start_kernel(CTRL, FILL, n_fill, max_spins, ERRORS, heap_bases, cur_rank,
 def ce_finish_kernel(CTRL, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr):
     """The copy-engine mode's step end, queued after the step's copies: counts as one program of the step
     (the GEMM's are the others); the last to finish closes the step (peer barrier, epoch)."""
-    _finish(CTRL, _step_epoch(CTRL), step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, True,
-            "sys")
+    _finish(CTRL, _step_epoch(CTRL), step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, True, True)

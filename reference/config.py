@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import spec
 from harness.checks import (
     MAX_DIM,
     MAX_ITERS,
@@ -29,52 +30,23 @@ from harness.checks import (
 )
 from harness.timing import START_SYNCS
 
-DATATYPES = ("fp16", "bf16", "fp32", "int8")  # harness.dtypes.DATATYPES, without importing torch
+DATATYPES = tuple(spec.DATATYPES)
 
-# Variant key -> what it runs. Every variant writes one record.
-VARIANT_HELP: dict[str, str] = {
-    "all_reduce": "vendor GEMM of the local K slice, then all_reduce of the M x N partial (NCCL/RCCL/gloo)",
-    "all_gather": "vendor GEMM of the local N/W columns, then all_gather_into_tensor into M x N",
-    "gemm": "the whole M x N x K GEMM on one GPU (every rank runs its own copy at once)",
-    "symm_mem_two_shot": "GEMM into a torch symmetric-memory buffer, then symm_mem.two_shot_all_reduce_",
-    "symm_mem_one_shot": "GEMM into a torch symmetric-memory buffer, then symm_mem.one_shot_all_reduce_out",
-    "fused_all_gather_matmul": "torch symm_mem.fused_all_gather_matmul: A row-sharded, all-gathered while multiplied",
-    "fused_matmul_reduce_scatter": (
-        "torch symm_mem.fused_matmul_reduce_scatter: K split, result reduce-scattered by rows"
-    ),
-    "all_gather_then_gemm": "all_gather_into_tensor of the A row shards, then the vendor GEMM (all_gather_gemm's peer)",
-    "gemm_then_reduce_scatter": ("vendor GEMM of the local K slice, then reduce_scatter_tensor of the M x N partial "
-                                 "by rows (gemm_reduce_scatter's peer)"),
-}
+# Variant key -> what it runs (spec.BASELINES). Every variant writes one record.
+VARIANT_HELP: dict[str, str] = {key: b.text for key, b in spec.BASELINES.items()}
 
-# --collective value -> the variants it runs.
+# --collective value -> the variants it runs: each one alone, torch's two symmetric-memory all-reduces, the
+# equal-output peers of each of our algorithms whose name no variant has (the baselines of its family), every
+# variant.
 COLLECTIVES: dict[str, tuple[str, ...]] = {
-    "all_reduce": ("all_reduce",),
-    "all_gather": ("all_gather",),
-    "gemm": ("gemm",),
+    **{key: (key,) for key in spec.BASELINES},
     "symm_mem_all_reduce": ("symm_mem_two_shot", "symm_mem_one_shot"),
-    "fused_all_gather_matmul": ("fused_all_gather_matmul",),
-    "fused_matmul_reduce_scatter": ("fused_matmul_reduce_scatter",),
-    "all_gather_then_gemm": ("all_gather_then_gemm",),
-    "gemm_then_reduce_scatter": ("gemm_then_reduce_scatter",),
-    # each new algorithm's peers: torch's fused op and the vendor pair
-    "all_gather_gemm": ("fused_all_gather_matmul", "all_gather_then_gemm"),
-    "gemm_reduce_scatter": ("fused_matmul_reduce_scatter", "gemm_then_reduce_scatter"),
-    "all": tuple(VARIANT_HELP),
+    **{name: spec.peers(alg.family.name) for name, alg in spec.ALGORITHMS.items() if name not in spec.BASELINES},
+    "all": tuple(spec.BASELINES),
 }
 
 # Variant -> the dimensions that are split over the world (each must be a multiple of the world size).
-SPLIT_DIMS: dict[str, tuple[str, ...]] = {
-    "all_reduce": ("k",),
-    "all_gather": ("n",),
-    "gemm": (),
-    "symm_mem_two_shot": ("k",),
-    "symm_mem_one_shot": ("k",),
-    "fused_all_gather_matmul": ("m", "n"),
-    "fused_matmul_reduce_scatter": ("m", "k"),
-    "all_gather_then_gemm": ("m", "n"),
-    "gemm_then_reduce_scatter": ("m", "k"),
-}
+SPLIT_DIMS: dict[str, tuple[str, ...]] = {key: b.family.split_dims() for key, b in spec.BASELINES.items()}
 
 GATHER_LAYOUTS = ("row_major", "rank_blocked")
 

@@ -14,7 +14,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from harness.dtypes import output_dtype, torch_dtype
+import spec
+from harness.dtypes import output_dtype
 from harness.runlog import problem_sizes
 from harness.timing import StepTimer
 from reference.config import RefConfig
@@ -55,13 +56,31 @@ def _symm_mem_problem(world: World, ops: tuple[str, ...]) -> str | None:
 
 
 class Variant:
-    """One baseline. Subclasses say how the inputs are sharded and what a step launches."""
+    """One baseline (spec.BASELINES[key]: its family, its record's "algorithm", whether it is its family's vendor
+    pair). Subclasses say in words how the inputs are sharded and what a step launches."""
 
     key: str = ""
-    algorithm: str = ""  # the collective, as the record's "algorithm"
     sharding: str = ""
-    shared_a: bool = False
-    vendor_baseline: bool = False  # the library GEMM + collective that plot.py measures speed-ups against
+
+    @property
+    def spec(self) -> spec.Baseline:
+        return spec.BASELINES[self.key]
+
+    @property
+    def algorithm(self) -> str:
+        """The collective, as the record's "algorithm"."""
+        return self.spec.collective
+
+    @property
+    def vendor_baseline(self) -> bool:
+        """The library GEMM + collective that plot.py measures speed-ups against."""
+        return self.spec.vendor_pair
+
+    @property
+    def shared_a(self) -> bool:
+        """Every rank holds the same whole A (B is split)."""
+        fam = self.spec.family
+        return fam.a == "whole" and fam.b != "whole"
 
     def implementation(self, world: World) -> str:
         return f"{blas_library(world.device)}+{world.comm_library}"
@@ -70,12 +89,12 @@ class Variant:
         return None
 
     def shard_shapes(self, cfg: RefConfig, w: int) -> tuple[tuple[int, int], tuple[int, int]]:
-        """(A shape, B shape) each rank holds: K split by default."""
-        return (cfg.m, cfg.k // w), (cfg.k // w, cfg.n)
+        """(A shape, B shape) each rank holds (spec.sharding)."""
+        fam = self.spec.family
+        return fam.a_shape(cfg.m, cfg.k, w), fam.b_shape(cfg.k, cfg.n, w)
 
     def sizes(self, cfg: RefConfig, w: int) -> dict[str, Any]:
-        elem = torch.empty((), dtype=output_dtype(cfg.datatype)).element_size()
-        return problem_sizes(self.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, w, elem)
+        return problem_sizes(self.spec.family, cfg.m, cfg.n, cfg.k, cfg.datatype, w)
 
     def inputs(self, cfg: RefConfig, world_size: int, rank: int, device: torch.device
                ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,9 +126,8 @@ def _sum_of_partials(variant: Variant, world: World, cfg: RefConfig) -> torch.Te
 
 
 class AllReduce(Variant):
-    key = algorithm = "all_reduce"
+    key = "all_reduce"
     sharding = "A column-sharded (M x K/W), B row-sharded (K/W x N); each rank's M x N partial is all-reduced"
-    vendor_baseline = True
 
     def prepare(self, world: World, cfg: RefConfig, a: torch.Tensor, b: torch.Tensor) -> Prepared:
         c = empty_output((cfg.m, cfg.n), cfg.datatype, world.device)
@@ -128,14 +146,10 @@ class AllReduce(Variant):
 
 
 class AllGather(Variant):
-    key = algorithm = "all_gather"
+    key = "all_gather"
     sharding = ("A replicated (M x K), B column-sharded (K x N/W); each rank's M x N/W block is "
                 "all-gathered into a [W, M, N/W] buffer")
-    shared_a = True
-    vendor_baseline = True
 
-    def shard_shapes(self, cfg: RefConfig, w: int) -> tuple[tuple[int, int], tuple[int, int]]:
-        return (cfg.m, cfg.k), (cfg.k, cfg.n // w)
 
     def prepare(self, world: World, cfg: RefConfig, a: torch.Tensor, b: torch.Tensor) -> Prepared:
         w, r, m = world.world_size, world.rank, cfg.m
@@ -178,15 +192,12 @@ class AllGather(Variant):
 
 
 class Gemm(Variant):
-    key = algorithm = "gemm"
+    key = "gemm"
     sharding = "none: every rank multiplies its own whole M x K by K x N (no communication)"
-    vendor_baseline = True
 
     def implementation(self, world: World) -> str:
         return blas_library(world.device)
 
-    def shard_shapes(self, cfg: RefConfig, w: int) -> tuple[tuple[int, int], tuple[int, int]]:
-        return (cfg.m, cfg.k), (cfg.k, cfg.n)
 
     def prepare(self, world: World, cfg: RefConfig, a: torch.Tensor, b: torch.Tensor) -> Prepared:
         c = empty_output((cfg.m, cfg.n), cfg.datatype, world.device)
@@ -205,7 +216,6 @@ class Gemm(Variant):
 class SymmMemAllReduce(Variant):
     """GEMM into a symmetric-memory buffer, then torch's P2P all-reduce kernels (no multicast)."""
 
-    algorithm = "all_reduce"
     sharding = AllReduce.sharding.replace("all-reduced", "all-reduced through torch symmetric memory")
     op = ""
     impl = ""
@@ -301,7 +311,6 @@ def _schema_has(op: Any, argument: str) -> bool:
 
 class FusedAllGatherMatmul(Variant):
     key = "fused_all_gather_matmul"
-    algorithm = "all_gather"
     sharding = ("A row-sharded (M/W x K) and all-gathered while multiplied (the collective moves A, not C); "
                 "B column-sharded (K x N/W); each rank ends with C[:, rank's N/W columns] (M x N/W)")
 
@@ -311,14 +320,7 @@ class FusedAllGatherMatmul(Variant):
     def unavailable(self, world: World, cfg: RefConfig) -> str | None:
         return _fused_problem(world, cfg, "fused_all_gather_matmul")
 
-    def shard_shapes(self, cfg: RefConfig, w: int) -> tuple[tuple[int, int], tuple[int, int]]:
-        return (cfg.m // w, cfg.k), (cfg.k, cfg.n // w)
 
-    def sizes(self, cfg: RefConfig, w: int) -> dict[str, Any]:
-        sizes = super().sizes(cfg, w)
-        elem = torch.empty((), dtype=torch_dtype(cfg.datatype)).element_size()
-        sizes["comm_bytes"] = (cfg.m // w) * cfg.k * elem  # the A shard each rank sends to every peer
-        return sizes
 
     def prepare(self, world: World, cfg: RefConfig, a: torch.Tensor, b: torch.Tensor) -> Prepared:
         op = torch.ops.symm_mem.fused_all_gather_matmul
@@ -347,7 +349,6 @@ class FusedAllGatherMatmul(Variant):
 
 class FusedMatmulReduceScatter(Variant):
     key = "fused_matmul_reduce_scatter"
-    algorithm = "reduce_scatter"
     sharding = ("A column-sharded (M x K/W), B row-sharded (K/W x N); the M x N partials are reduce-scattered "
                 "by rows while computed: each rank ends with C[rank's M/W rows] (M/W x N)")
 
@@ -379,10 +380,8 @@ class AllGatherThenGemm(FusedAllGatherMatmul):
     gathered A with this rank's B columns (the output of torch's fused op and of all_gather_gemm)."""
 
     key = "all_gather_then_gemm"
-    algorithm = "all_gather_gemm"
     sharding = ("A row-sharded (M/W x K), all-gathered into M x K, then multiplied; B column-sharded (K x N/W); "
                 "each rank ends with C[:, rank's N/W columns] (M x N/W)")
-    vendor_baseline = True
 
     def implementation(self, world: World) -> str:
         return Variant.implementation(self, world)
@@ -411,10 +410,8 @@ class GemmThenReduceScatter(FusedMatmulReduceScatter):
     reduce_scatter_tensor by rows (the output of torch's fused op and of gemm_reduce_scatter)."""
 
     key = "gemm_then_reduce_scatter"
-    algorithm = "gemm_reduce_scatter"
     sharding = ("A column-sharded (M x K/W), B row-sharded (K/W x N); each rank's M x N partial is "
                 "reduce-scattered by rows: each rank ends with C[rank's M/W rows] (M/W x N)")
-    vendor_baseline = True
 
     def implementation(self, world: World) -> str:
         return Variant.implementation(self, world)

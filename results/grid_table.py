@@ -48,21 +48,17 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
+import spec
 from harness.checks import ConfigError, OneLineParser
 from harness.runlog import read_records
-from reference.config import VARIANT_HELP
-from results.sweep import FAMILY  # benchmark algorithm -> family, as the sweep plans it
 
-FAMILIES = ("reduce", "gather", "ag_gemm", "gemm_rs")
+FAMILY = {name: alg.family.name for name, alg in spec.ALGORITHMS.items()}  # our algorithm -> its family
+FAMILIES = tuple(dict.fromkeys(FAMILY.values()))
 # What each family's runs end with on each rank: ours and its peers alike.
-FAMILY_OUTPUT = {"reduce": "the whole C (M x N) on every rank", "gather": "the whole C (M x N) on every rank",
-                 "ag_gemm": "C[:, the rank's N/W columns] (M x N/W)",
-                 "gemm_rs": "the rank's M/W rows of the summed C (M/W x N)"}
-# Equal-output peers of each family: reference variants that end with the family's output.
-PEERS: dict[str, tuple[str, ...]] = {"reduce": ("all_reduce", "symm_mem_one_shot", "symm_mem_two_shot"),
-                                     "gather": ("all_gather",),
-                                     "ag_gemm": ("fused_all_gather_matmul", "all_gather_then_gemm"),
-                                     "gemm_rs": ("fused_matmul_reduce_scatter", "gemm_then_reduce_scatter")}
+FAMILY_OUTPUT = {f: spec.FAMILIES[f].text for f in FAMILIES}
+# Equal-output peers of each family: the reference variants (spec.BASELINES) that end with the family's output.
+PEERS: dict[str, tuple[str, ...]] = {f: spec.peers(f) for f in FAMILIES}
+VARIANT_HELP = {key: b.text for key, b in spec.BASELINES.items()}
 # Reference variants shown beside a family that end with a different output (never that family's peers).
 OTHER_OUTPUT: dict[str, tuple[str, ...]] = {"reduce": (), "gather": ("fused_all_gather_matmul",), "ag_gemm": (),
                                             "gemm_rs": ()}

@@ -35,13 +35,19 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+import spec
 from harness.runlog import read_records
 from harness.trace import TIMELINE_SCHEMA, read_timeline
 
 # Benchmark algorithm -> the reference algorithm it is compared with.
-MATCHING_REFERENCE = {"all_reduce": "all_reduce", "one_shot": "all_reduce", "all_scatter": "all_gather",
-                      "all_gather": "all_gather", "all_gather_gemm": "all_gather_gemm",
-                      "gemm_reduce_scatter": "gemm_reduce_scatter"}
+# A run's algorithm -> the "algorithm" of its family's vendor pair (spec.baselines), its speed-up reference: ours
+# and the vendor pairs' own records (of the families ours are in: the GEMM alone is no one's reference).
+_OURS = {alg.family.name for alg in spec.ALGORITHMS.values()}
+MATCHING_REFERENCE = {
+    **{name: pair.collective for name, alg in spec.ALGORITHMS.items()
+       if (pair := spec.vendor_pair(alg.family.name)) is not None},
+    **{b.collective: b.collective for b in spec.BASELINES.values() if b.vendor_pair and b.family.name in _OURS},
+}
 MODE_COLORS = {"bulk_sync": "#4c72b0", "two_streams": "#dd8452", "fused": "#55a868", "fused_sequential": "#c44e52"}
 ALGORITHM_STYLES = {"all_reduce": ("-", "o"), "one_shot": ("--", "s"), "all_scatter": (":", "^")}
 REFERENCE_COLOR = "0.65"

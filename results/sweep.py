@@ -6,7 +6,7 @@
     python -m results.sweep --grid model --logdir results/logs/h200x2/grid-COMMIT \\
         --figdir results/figures/h200x2/grid-COMMIT
 
-`--grid NAME` runs a named list of (shape, datatype) cells (GRIDS: `model` is issue 12's grid, `tiny` a
+`--grid NAME` runs a named list of (shape, datatype) cells (GRIDS: `model` the transformer-layer grid, `tiny` a
 CPU-sized one for CI), validated, beside every equal-output peer of every family (REFERENCES_FOR_GRID); `--shapes`
 adds cells of its own (each with every --datatypes). Within a cell the runs of ours and of the
 references take turns going first: even cells run the references first, odd cells run the whole
@@ -26,7 +26,6 @@ grid.md and grid_*.png (ours vs the best equal-output peer) into FIGDIR, so one 
 from __future__ import annotations
 
 import argparse
-import ast
 import datetime as _dt
 import json
 import os
@@ -45,47 +44,27 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import spec
 from harness.checks import ConfigError, OneLineParser
 from reference.config import COLLECTIVES, DATATYPES, SPLIT_DIMS, default_log_name
 
 ROOT = Path(__file__).resolve().parent.parent
-ALGORITHMS = ("all_reduce", "all_scatter", "one_shot", "all_gather_gemm", "gemm_reduce_scatter")
-
-
-def planner_modes(path: Path = ROOT / "overlap" / "planner.py") -> tuple[str, ...]:
-    """overlap.planner.MODES, benchmark.py's modes (without `auto`). Read from the module's source when it is a
-    literal tuple: importing overlap.planner imports the op, torch and Triton (about 2 s), which the sweep's
-    flag checks and --dry_run do without. Imported only if the source no longer holds a literal."""
-    try:
-        for node in ast.parse(path.read_text()).body:
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                    and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "MODES"):
-                modes = ast.literal_eval(node.value)
-                if isinstance(modes, tuple) and modes and all(isinstance(m, str) for m in modes):
-                    return modes
-                break
-    except (OSError, SyntaxError, ValueError, TypeError):
-        pass
-    from overlap.planner import MODES as modes
-
-    return tuple(modes)
-
-
-# Every mode benchmark.py takes (a mode the planner gains, e.g. copy_engine, joins the sweep without an edit here).
-MODES = planner_modes()
+ALGORITHMS = tuple(spec.ALGORITHMS)
+# Every mode benchmark.py takes (a mode spec.MODES gains joins the sweep without an edit here).
+MODES = tuple(spec.MODES)
 # `auto`: the planner's choice (benchmark.py `--mode auto`). Not in the default list without --grid: a sweep of
 # modes measures each; a grid asks benchmark.py whether it takes auto (benchmark_takes_auto).
-SWEEP_MODES = (*MODES, "auto")
-# Family of an algorithm: the runs of one family end with the same output and are compared with the same
-# (equal-output) peers; the table keeps the best validated run of each family. reduce and gather: the whole C
-# on every rank; ag_gemm: C[:, the rank's N/W columns]; gemm_rs: the rank's M/W rows of the summed C.
-FAMILY = {"all_reduce": "reduce", "one_shot": "reduce", "all_scatter": "gather", "all_gather_gemm": "ag_gemm",
-          "gemm_reduce_scatter": "gemm_rs"}
+SWEEP_MODES = (*MODES, spec.AUTO)
+# Family of an algorithm (spec.sharding): the runs of one family end with the same output and are compared with
+# the same (equal-output) peers; the table keeps the best validated run of each family.
+FAMILY = {name: alg.family.name for name, alg in spec.ALGORITHMS.items()}
+# Modes that run every program as both GEMM and communication: --gemm_sms means nothing to them.
+NO_SPLIT_MODES = tuple(m.name for m in spec.MODES.values() if not m.splits_sms and not m.gemm_on_every_sm)
 
 Cell = tuple[tuple[int, int, int], str]  # (M, N, K), datatype
 
-# Named grids: (M, N, K) and datatype. `model`: issue 12 (shapes of transformer layers, plus the two the
-# defaults were tuned on, an unaligned one and an fp16 one). `tiny`: small enough for the CPU interpreter
+# Named grids: (M, N, K) and datatype. `model`: shapes of transformer layers, plus the two the
+# defaults were tuned on, an unaligned one and an fp16 one. `tiny`: small enough for the CPU interpreter
 # (fp32: the interpreter has no bf16 atomic_add and loses fp16 atomic updates between ranks); every
 # dimension is even, so each split is legal over 2 ranks; 24x36x44 leaves K/2 = 22 and N/2 = 18 fp32
 # elements per row, rows that are not 16-byte aligned.
@@ -105,10 +84,8 @@ GRIDS: dict[str, list[Cell]] = {
 # gemm_rs: the collective gemm_reduce_scatter = torch's fused_matmul_reduce_scatter and cuBLAS + NCCL
 # reduce_scatter.
 REFERENCES_FOR_GRID = ("all_reduce", "symm_mem_all_reduce", "all_gather", "all_gather_gemm", "gemm_reduce_scatter")
-# Benchmark algorithm -> the dimensions it splits over the world (each must be a multiple of the world size;
-# overlap.algorithms: `split`, plus M where A's rows are gathered or C's rows scattered).
-BENCH_SPLIT: dict[str, tuple[str, ...]] = {"all_reduce": ("k",), "one_shot": ("k",), "all_scatter": ("n",),
-                                           "all_gather_gemm": ("m", "n"), "gemm_reduce_scatter": ("m", "k")}
+# Benchmark algorithm -> the dimensions it splits over the world (each must be a multiple of the world size).
+BENCH_SPLIT: dict[str, tuple[str, ...]] = {name: alg.family.split_dims() for name, alg in spec.ALGORITHMS.items()}
 
 
 class SweepError(ValueError):
@@ -124,7 +101,7 @@ class SweepConfig:
     algorithms: list[str] = field(default_factory=lambda: list(ALGORITHMS))
     modes: list[str] = field(default_factory=lambda: list(MODES))
     gemm_sms: list[int | None] = field(default_factory=lambda: [None])  # None: benchmark.py's default split
-    no_split_modes: list[str] = field(default_factory=lambda: ["bulk_sync", "fused_sequential"])
+    no_split_modes: list[str] = field(default_factory=lambda: list(NO_SPLIT_MODES))
     total_sms: int | None = None
     blocks: list[tuple[int, int, int] | None] = field(default_factory=lambda: [None])
     iters: int = 50
@@ -238,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
       f"Default: {','.join(MODES)}; with --grid, auto if benchmark.py takes it (asked once through --help), else "
       "every mode. The table keeps the best validated run per family either way")
     a("--gemm_sms", default="default", help="--gemm_sms values to sweep ('default': benchmark.py's own split)")
-    a("--no_split_modes", default="bulk_sync,fused_sequential",
+    a("--no_split_modes", default=",".join(NO_SPLIT_MODES),
       help="modes that ignore --gemm_sms (all SMs do each phase): run once with the default split (or none)")
     a("--total_sms", type=int, default=None, help="--total_sms for every run (default: the device's SMs)")
     a("--blocks", default="default", help="BLK_MxBLK_NxBLK_K values ('default': benchmark.py's)")
@@ -264,8 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def benchmark_takes_auto(python: str, script: str | Path) -> bool:
-    """Whether `script --help` lists `auto` under --mode (the planner's choice; benchmark.py gained it in
-    issue 12). One plain-Python call, a few seconds; False if it cannot be asked."""
+    """Whether `script --help` lists `auto` under --mode (the planner's choice; a benchmark.py of another
+    checkout may not take it). One plain-Python call, a few seconds; False if it cannot be asked."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     try:
         out = subprocess.run([python, str(script), "--help"], capture_output=True, text=True, timeout=180,
@@ -347,19 +324,12 @@ def bench_name(alg: str, mode: str, dt: str, shape: tuple[int, int, int], w: int
     return f"{alg}_{mode}_{dt}_{m}x{n}x{k}_w{w}_g{g}of{t}_b{b}"
 
 
-def _has_copy_engine(algorithm: str) -> bool:
-    """Whether benchmark.py's mode copy_engine is built for `algorithm` (imported only when that mode is swept)."""
-    from overlap.planner import has_mode
-
-    return has_mode(algorithm, "copy_engine")
-
-
 def plan(cfg: SweepConfig) -> tuple[list[Run], list[str]]:
     """Every run of the sweep in order, and notes on combinations left out (sizes the world cannot split).
 
     Cells are (world size, shape, datatype). Within a cell the references come first in even cells and the
     cell's whole list is reversed in odd ones (ours first, the references in reverse order): a deterministic
-    alternation, so neither side always runs first (issue 12, stable peers)."""
+    alternation, so neither side always runs first (stable peers)."""
     launcher = resolve_launcher(cfg.launcher)
     runs: list[Run] = []
     notes: list[str] = []
@@ -391,10 +361,11 @@ def plan(cfg: SweepConfig) -> tuple[list[Run], list[str]]:
                     notes.append(f"{alg} {shape} W={w}: {bad[0].upper()} is not a multiple of {w}")
                     continue
                 for mode in cfg.modes:
-                    if mode == "copy_engine" and not _has_copy_engine(alg):
-                        notes.append(f"{alg} {shape}: mode copy_engine is not built for it")
+                    if mode != spec.AUTO and not spec.ALGORITHMS[alg].has_mode(mode):
+                        notes.append(f"{alg} {shape}: mode {mode} is not built for it")
                         continue
-                    splits = [None] if mode in cfg.no_split_modes or mode == "copy_engine" else cfg.gemm_sms
+                    every_sm = mode in spec.MODES and spec.MODES[mode].gemm_on_every_sm  # nothing to split
+                    splits = [None] if mode in cfg.no_split_modes or every_sm else cfg.gemm_sms
                     for blocks in cfg.blocks:
                         for g in splits:
                             run = _bench_run(cfg, launcher, alg, mode, dt, shape, w, g, blocks)

@@ -103,17 +103,7 @@ def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]
         compiled._init_handles()
         signature = list(compiled.src.signature.values())
         meta = list(getattr(compiled.metadata, "tensordesc_meta", None) or [])
-        flat: list[Any] = []
-        desc_i = 0
-        for name, sig in zip(kernel.arg_names, signature):
-            value = args[name]
-            if isinstance(sig, str) and sig.startswith("tensordesc"):
-                flat.extend(make_tensordesc_arg(value, meta[desc_i] if meta else None))
-                desc_i += 1
-            elif isinstance(value, torch.Tensor):
-                flat.append(value.data_ptr())
-            else:
-                flat.append(value)
+        flat = flatten_args(kernel.arg_names, signature, args, meta, make_tensordesc_arg)
         grid = (programs, 1, 1)
         flags = (compiled.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl), None, None,
                  compiled.packed_metadata)
@@ -132,6 +122,33 @@ def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]
             raw(*grid, stream, *flags, meta, enter, leave, *flat)
 
     return launch, None
+
+
+def flatten_args(names: list[str], signature: list[Any], args: dict[str, Any], tensordesc_meta: list[Any],
+                 make_tensordesc_arg: Callable[[Any, Any], list[Any]]) -> list[Any]:
+    """The kernel's arguments in the order and form its compiled launcher parses them: a tensor as its device
+    address, a top-level tensor descriptor expanded into its launcher arguments (make_tensordesc_arg), a tuple
+    argument as a nested tuple of the same (the launcher's "(...)" format), anything else (scalars, constexpr
+    values, None) as it is."""
+    flat: list[Any] = []
+    desc_i = 0
+    for name, sig in zip(names, signature):
+        value = args[name]
+        if isinstance(sig, str) and sig.startswith("tensordesc"):
+            flat.extend(make_tensordesc_arg(value, tensordesc_meta[desc_i] if tensordesc_meta else None))
+            desc_i += 1
+        else:
+            flat.append(_resolved(value, sig))
+    return flat
+
+
+def _resolved(value: Any, sig: Any) -> Any:
+    """One argument as the launcher takes it (a tuple's elements likewise, nested)."""
+    if isinstance(sig, tuple):
+        return tuple(_resolved(v, s) for v, s in zip(value, sig))
+    if isinstance(value, torch.Tensor):
+        return value.data_ptr()
+    return value
 
 
 def _active(hook: Any) -> bool:

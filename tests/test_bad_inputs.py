@@ -105,7 +105,6 @@ CASES: list[Case] = [
     bench("--start_sync", "never", flag="--start_sync"),
     bench("--sk_first", "maybe", flag="--sk_first"),
     bench("--sk_rounds", "5", flag="--sk_rounds"),
-    *([bench("--algorithm", "all_reduce", "--datatype", "bf16", flag="--datatype")] if not on_gpu() else []),
     # --- output paths, checked before any work
     bench("--output_file", "{file}/run.json", flag="--output_file", also=("is a file",), own_process=True),
     bench("--output_file", "/proc/streamk_pgas/run.json", flag="--output_file", also=("no file can be made",)),

@@ -15,13 +15,13 @@ def test_launch_arguments_must_match_the_kernel() -> None:
     _check_arguments(comm_kernel, args)  # exactly the kernel's arguments: fine
     with pytest.raises(TypeError, match=r"unknown arguments \['epoch'\]"):
         _check_arguments(comm_kernel, {**args, "epoch": 1})
-    del args["claim_rotate"]
-    with pytest.raises(TypeError, match=r"missing \['claim_rotate'\]"):
+    del args["MOVE"]
+    with pytest.raises(TypeError, match=r"missing \['MOVE'\]"):
         _check_arguments(comm_kernel, args)
 
 
 def test_commit_given_in_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A copied tree can carry a stale .git (the device machines' copy did): the commit passed in wins."""
+    """A copied tree can carry a stale .git: the commit passed in wins."""
     sysinfo.git_info.cache_clear()
     monkeypatch.setenv("STREAMK_PGAS_COMMIT", "0123abc")
     try:

@@ -4,6 +4,8 @@ current stream and on another one, and under CUDA graph capture."""
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import pytest
 import torch
 import triton
@@ -21,6 +23,25 @@ def _scale_rows(X, Y, n, alpha, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(Y + offs, tl.load(X + offs, mask=mask) * alpha, mask=mask)
+
+
+class _Io(NamedTuple):
+    X: Any
+    Y: Any
+    n: Any
+
+
+class _Meta(NamedTuple):
+    BLOCK: Any
+    SCALE: Any
+
+
+@triton.jit
+def _scale_tuple(IO, META):
+    BLOCK: tl.constexpr = META.BLOCK
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < IO.n
+    tl.store(IO.Y + offs, tl.load(IO.X + offs, mask=mask) * META.SCALE, mask=mask)
 
 
 @triton.jit
@@ -48,6 +69,21 @@ def test_pointer_kernel_bound_path_matches() -> None:
     torch.cuda.synchronize()
     launch(side)
     side.synchronize()
+    torch.testing.assert_close(y, x * 3.0)
+
+
+def test_tuple_arguments_bound_path_matches() -> None:
+    """Named-tuple arguments (tensors, a runtime int, constexpr elements passed wrapped), as the overlap kernels
+    take them: the bound path passes them as nested tuples (stream_k.launch.flatten_args)."""
+    x = torch.randn(5000, device="cuda")
+    y = torch.empty_like(x)
+    args = {"IO": _Io(x, y, x.numel()), "META": _Meta(tl.constexpr(1024), tl.constexpr(3.0))}
+    launch = BoundLaunch(_scale_tuple, triton.cdiv(x.numel(), 1024), args, {"num_warps": 4})
+    launch()
+    assert launch.fast, launch.fast_refused
+    y.zero_()
+    launch()
+    torch.cuda.synchronize()
     torch.testing.assert_close(y, x * 3.0)
 
 

@@ -1,6 +1,7 @@
 """The packages form layers and imports point down only (every import in the source, function-level ones
-included): iris_ops (the PGAS layer) <- stream_k (the GEMM) <- overlap (the op and its communication) <-
-harness (what the benchmark needs) <- reference, benchmark.py. A cycle between packages is an upward import."""
+included): spec (the problem spec) <- iris_ops (the PGAS layer) <- stream_k (the GEMM) <- overlap (the op and
+its communication) <- harness (what the benchmark needs) <- reference <- tools, results, benchmark.py. A cycle
+between packages is an upward import. spec imports neither torch nor Triton."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ["iris_ops", "stream_k", "overlap", "harness", "reference"]
+LAYERS = ["spec", "iris_ops", "stream_k", "overlap", "harness", "reference", "tools", "results"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 
@@ -32,7 +33,7 @@ def package_edges() -> dict[str, dict[str, list[str]]]:
     """package -> imported package -> the files that import it."""
     edges: dict[str, dict[str, list[str]]] = {name: {} for name in LAYERS}
     for package in LAYERS:
-        for path in sorted((ROOT / package).rglob("*.py")):
+        for path in sorted((ROOT / package).rglob("*.py")) if (ROOT / package).is_dir() else []:
             for target in imported_packages(path) - {package}:
                 edges[package].setdefault(target, []).append(str(path.relative_to(ROOT)))
     return edges
@@ -65,3 +66,28 @@ def test_walker_sees_function_level_imports(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("import os\n\ndef f():\n    from harness.config import x\n    import stream_k.plan\n")
     assert imported_packages(source) == {"harness", "stream_k"}
+
+
+def test_spec_is_the_bottom_and_needs_no_torch() -> None:
+    """spec imports no project package and neither torch nor Triton (only the standard library)."""
+    for path in sorted((ROOT / "spec").rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                     else [])
+            for name in names:
+                top = name.split(".")[0]
+                assert top in ("spec", "__future__", "dataclasses", "typing"), f"{path.name} imports {name}"
+
+
+def test_reference_baselines_do_not_load_the_triton_stack() -> None:
+    """The vendor baselines (reference/) run with torch alone: importing them loads no Triton, stream_k, overlap or
+    iris_ops."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import reference.cli, reference.variants, reference.runner, reference.world; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('triton', 'stream_k', 'overlap', 'iris_ops')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]", out

@@ -1,4 +1,4 @@
-"""all_gather_gemm and gemm_reduce_scatter (issue 13): every mode on 2 and 4 ranks, steps back to back
+"""all_gather_gemm and gemm_reduce_scatter: every mode on 2 and 4 ranks, steps back to back
 with C poisoned between them (tests/mpi/op_new_algorithms.py), bf16 all_gather_gemm (no atomics, so the
 interpreter runs it), benchmark.py's validation and log, the reference peers, the bad inputs (M, N or K
 that the split cannot divide: exit 2, one line naming the flag, nothing left in the shared-memory folder),
@@ -15,14 +15,14 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
 
 import iris_ops
-from overlap.algorithms import ALGORITHMS as RECORDS
-from overlap.op import OverlapConfig, OverlapOp, heap_bytes
-from overlap.planner import MODES
+import spec
+from overlap import OverlapConfig, OverlapOp, heap_bytes
 from stream_k import KernelConfig
+
+MODES = tuple(spec.MODES)
 
 SCRIPT = str(MPI_DIR / "op_new_algorithms.py")
 BENCH = str(REPO_ROOT / "benchmark.py")
@@ -161,14 +161,3 @@ def test_heap_bytes_is_what_create_allocates(alg: str) -> None:
             assert op.c.shape == (48, 80) and op.a.shape == (48, 32)  # one rank: its shard is the whole
         finally:
             sh.close()
-
-
-def test_shard_of_and_shapes() -> None:
-    full = torch.arange(8 * 6, dtype=torch.float64).view(8, 6)
-    ag, rs = RECORDS["all_gather_gemm"], RECORDS["gemm_reduce_scatter"]
-    assert ag.c_shape(8, 6, 2) == (8, 3) and rs.c_shape(8, 6, 2) == (4, 6)
-    assert torch.equal(ag.shard_of(full, 1, 2), full[:, 3:])
-    assert torch.equal(rs.shard_of(full, 1, 2), full[4:, :])
-    assert ag.local_m(8, 2) == 4 and ag.local_n(6, 2) == 3 and ag.local_k(10, 2) == 10
-    assert rs.local_m(8, 2) == 8 and rs.local_n(6, 2) == 6 and rs.local_k(10, 2) == 5
-    assert ag.splits_m() and rs.splits_m() and not RECORDS["all_scatter"].splits_m()

@@ -17,15 +17,16 @@ import torch
 from conftest import MPI_DIR, REPO_ROOT, on_gpu, run_mpi, skip_unless_ranks
 
 import iris_ops
-from overlap.op import OverlapConfig, OverlapOp, heap_bytes
-from overlap.planner import MODES, has_mode
+import spec
+from overlap import InvalidConfig, OverlapConfig, OverlapOp, heap_bytes
+from overlap.target import device_target
 from stream_k import KernelConfig
 
 B2B = str(MPI_DIR / "op_back_to_back.py")
 API = str(MPI_DIR / "op_api.py")
 EXAMPLE = str(REPO_ROOT / "examples" / "op_example.py")
 ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
-COMBOS = {(alg, mode) for alg in ALGORITHMS for mode in MODES if has_mode(alg, mode)}
+COMBOS = {(alg, mode) for alg in ALGORITHMS for mode in spec.ALGORITHMS[alg].modes}
 
 # Back-to-back steps per combination: 200 on GPUs; in the interpreter what fits CI's 20 minutes (~5 min
 # for this file on 2 CPU cores): a step over the 13 combinations costs ~2.5 s on 2 ranks and ~6.5 s on 4
@@ -112,13 +113,14 @@ def test_readme_example_runs_on_two_ranks() -> None:
 
 def test_padded_layout_rules() -> None:
     from overlap.algorithms import ALGORITHMS as RECORDS
-    from overlap.op import c_layout
+    from overlap.buffers import c_layout
     from stream_k.layout import padded_cols
 
     assert [padded_cols(x) for x in (16, 4096, 28, 1250, 1500, 64, 65)] == [16, 4096, 64, 1280, 1536, 64, 128]
     assert c_layout(RECORDS["all_scatter"], 1000, 3000, 2) == (1000, 2 * 1536, 1536)  # N/2 = 1500: wide C
     assert c_layout(RECORDS["all_scatter"], 64, 8192, 2) == (64, 8192, 4096)
     assert c_layout(RECORDS["all_reduce"], 1000, 3000, 2) == (1000, 3008, 3000)  # padded row stride, no blocks
+    assert c_layout(RECORDS["all_scatter"], 1000, 3000, 1) == (1000, 3008, 3000)  # one rank: no blocks to gather
     wide = heap_bytes(OverlapConfig("all_scatter", 1000, 3000, 2500, "bf16", kernel=CPU_KERNEL), 2)
     assert wide >= 1000 * 2 * 1536 * 2
 
@@ -128,15 +130,15 @@ CPU_KERNEL = KernelConfig(BLK_M=16, BLK_N=16, BLK_K=16, num_stages=1, num_warps=
 
 
 def test_config_resolve_rejects_unknown_algorithm_and_mode() -> None:
-    cpu = torch.device("cpu")
-    with pytest.raises(ValueError, match=r"algorithm must be one of .*'allgather'"):
+    cpu = device_target(None)
+    with pytest.raises(InvalidConfig, match=r"algorithm must be one of .*'allgather'"):
         OverlapConfig("allgather", 32, 32, 32).resolve(cpu)
-    with pytest.raises(ValueError, match=r"mode must be one of .*'overlapped'"):
+    with pytest.raises(InvalidConfig, match=r"mode must be one of .*'overlapped'"):
         OverlapConfig("all_reduce", 32, 32, 32, mode="overlapped").resolve(cpu)
     for alg in ALGORITHMS:
-        for mode in MODES:
-            if not has_mode(alg, mode):
-                with pytest.raises(ValueError, match=rf"mode {mode} is not built for {alg}; it is for all_scatter"):
+        for mode in spec.MODES:
+            if not spec.ALGORITHMS[alg].has_mode(mode):
+                with pytest.raises(InvalidConfig, match=rf"mode {mode} is built for all_scatter, .*, not {alg}"):
                     OverlapConfig(alg, 32, 32, 32, "fp32", mode).resolve(cpu)
                 continue
             cfg = OverlapConfig(alg, 32, 32, 32, "fp32", mode).resolve(cpu)
@@ -144,8 +146,56 @@ def test_config_resolve_rejects_unknown_algorithm_and_mode() -> None:
                                 cfg.comm_tile_n), cfg
             # copy_engine's GEMM keeps every SM; the other modes' splits leave communication programs
             assert (cfg.gemm_sms == cfg.total_sms) if mode == "copy_engine" else (1 <= cfg.gemm_sms < cfg.total_sms)
+            assert cfg.resolve(cpu) is cfg  # planned once
     kept = OverlapConfig("one_shot", 32, 32, 32, "fp32", total_sms=2, gemm_sms=1, kernel=CPU_KERNEL).resolve(cpu)
     assert (kept.total_sms, kept.gemm_sms, kept.kernel, kept.comm_tile_m) == (2, 1, CPU_KERNEL, 16)
+    with pytest.raises(InvalidConfig, match=r"BLK_M must be a power of two") as bad:
+        OverlapConfig("one_shot", 32, 32, 32, "fp32", kernel=CPU_KERNEL.replace(BLK_M=48)).resolve(cpu)
+    assert bad.value.field == "kernel.BLK_M"
+
+
+@pytest.mark.parametrize("alg", tuple(spec.ALGORITHMS))
+def test_world_one_step_is_the_gemm_alone_reading_user_tensors_in_place(alg: str) -> None:
+    """One rank, every mode: the step launches the stand-alone GEMM kernel alone, on every program, with the
+    user's own (aligned) tensors as its A and B and the op's C as its output; the result is right, and the op's
+    GEMM is stream_k.select's choice for the problem on those programs."""
+    sh = iris_ops.iris(1 << 24)
+    try:
+        for mode in spec.ALGORITHMS[alg].modes:
+            sh.reset_allocator()
+            op = OverlapOp.create(sh, alg, 48, 64, 32, "fp32", mode, total_sms=4,
+                                  gemm_sms=4 if mode == "copy_engine" else 2, kernel=CPU_KERNEL)
+            a, b = torch.randn(op.a.shape), torch.randn(op.b.shape)
+            launches = op.launches("step", a, b)
+            assert [x.name for x in launches] == ["streamk_gemm_kernel"], (mode, launches)
+            (gemm,) = launches
+            assert gemm.programs == 4 and op.gemm_programs == 4 and op.comm_programs == 0
+            assert gemm.args["A"] is a and gemm.args["B"] is b and gemm.args["C"] is op.c
+            assert op.gemm_choice.plan == op.gemm.plan and op.gemm_choice.plan.num_programs == 4
+            c = op(a, b)
+            op.check_errors()
+            torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
+            assert "GEMM kernel alone" in op.info()["world_one"]
+    finally:
+        sh.close()
+
+
+def test_op_planned_for_another_target_lists_its_launches_and_refuses_to_run() -> None:
+    """An op built for an MI300X (spec.KNOWN_TARGETS) on the CPU, on a stand-in heap of 2 ranks: planned for 304
+    CUs, every launch of each mode listed (kernel, grid, arguments, options), none run; calling it raises."""
+    from overlap.listing import ListingHeap, op_for
+
+    mi300x = spec.known_target("mi300x")
+    for mode in ("bulk_sync", "two_streams", "fused", "fused_sequential"):
+        op = op_for("all_reduce", mode, 4864, 4096, 8192, "bf16", mi300x, world_size=2)
+        assert op.cfg.total_sms == 304 and op.cfg.kernel.BLK_M == 256 and not op.runnable
+        launches = op.launches()
+        assert launches and all(x.programs <= 304 for x in launches)
+        assert "overlap_kernel" in [x.name for x in launches]
+        with pytest.raises(RuntimeError, match="built for AMD Instinct MI300X"):
+            op()
+    with pytest.raises(InvalidConfig, match="NVIDIA-only"):
+        OverlapOp.create(ListingHeap(2), "all_scatter", 64, 64, 64, "bf16", "copy_engine", target=mi300x)
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS)
@@ -178,22 +228,21 @@ def test_heap_too_small_is_refused_before_allocating() -> None:
         sh.close()
 
 
-@pytest.mark.skipif(not on_gpu(), reason="CUDA graphs and a second stream need a GPU")
+@pytest.mark.skipif(not on_gpu(), reason="CUDA graphs need a GPU")
 @pytest.mark.parametrize(("alg", "mode"), [("all_scatter", "copy_engine"), ("all_gather_gemm", "copy_engine"),
                                            ("gemm_reduce_scatter", "copy_engine"), ("all_scatter", "two_streams"),
                                            ("all_gather_gemm", "two_streams")])
-def test_two_stream_step_replays_from_one_graph(alg: str, mode: str) -> None:
-    """copy_engine and two_streams on a GPU: from its third call the op replays the whole step from one CUDA
-    graph (the host queues one launch); steps stay right back to back with new inputs between them, and a
-    caller's own capture of a step still works (the step is queued launch by launch into it)."""
-    from overlap import op as op_module
-
+def test_one_rank_step_is_one_launch_and_captures(alg: str, mode: str) -> None:
+    """One rank on a GPU, in the modes that fork a second stream where there are peers: the step is the GEMM
+    alone (one bound launch, no second stream, nothing to replay), right back to back with new inputs between
+    steps, and a caller's own capture of a step replays right. The whole-step graph of the two-stream modes is
+    exercised with peers (tools.share_gpu_check)."""
     m, n, k = 512, 1024, 768
     sh = iris_ops.iris(OverlapOp.heap_bytes(alg, m, n, k, "bf16", 1, mode=mode) + (1 << 20))
     try:
         op = OverlapOp.create(sh, alg, m, n, k, "bf16", mode=mode)
         gen = torch.Generator().manual_seed(3)
-        for i in range(op_module.STEP_GRAPH_AFTER + 3):
+        for i in range(4):
             a = torch.randn(op.a.shape, generator=gen).to(op.a)
             b = torch.randn(op.b.shape, generator=gen).to(op.b)
             op.a.copy_(a)
@@ -202,13 +251,18 @@ def test_two_stream_step_replays_from_one_graph(alg: str, mode: str) -> None:
             torch.cuda.synchronize()
             want = (a.double() @ b.double()).to(torch.float32)
             assert torch.allclose(c.float(), want, rtol=2e-2, atol=2e-1 * want.abs().mean().item()), i
-        step = op._last[3]
-        assert step.replay and step.graph is not None
+        step = op.step_for("step")
+        assert not step.replay and op.runner.comm_stream is None
+        assert [x.name for x in step.kernels()] == ["streamk_gemm_kernel"] and step.kernels()[0].fast
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             op()
+        a = torch.randn(op.a.shape, generator=gen).to(op.a)
+        op.a.copy_(a)
         graph.replay()
         torch.cuda.synchronize()
         op.check_errors()
+        want = (a.double() @ op.b.double()).to(torch.float32)
+        assert torch.allclose(op.c.float(), want, rtol=2e-2, atol=2e-1 * want.abs().mean().item())
     finally:
         sh.close()

@@ -1,6 +1,7 @@
 """The planner (overlap/planner.py) owns every default: benchmark.py's flags and the library op's config both
 take what they leave unset from it; explicit flags win; the log says what was planned; a tuning-cache entry
-overrides the model; --tune's candidates. No launch: pure host code with a described H200."""
+overrides the model; --tune's candidates; the GEMM is stream_k.select's choice for the rank's problem on the
+mode's GEMM programs. No launch: pure host code with a described H200 (spec.KNOWN_TARGETS)."""
 
 from __future__ import annotations
 
@@ -8,26 +9,21 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
-from harness.config import DeviceFacts, parse_config, planned_fields, planner_target, tuning_configs
-from overlap.op import OverlapConfig
-from overlap.planner import (
-    MODES,
-    PLANNED_FIELDS,
-    Candidate,
-    Problem,
-    Target,
-    TuningCache,
-    plan,
-    rank_candidates,
-    tune_candidates,
-)
+import spec
+from harness.config import BenchConfig, parse_config, tuning_configs
+from overlap.config import PLANNED_FIELDS, OverlapConfig
+from overlap.planner import Problem, TuningCache, plan, rank_candidates, tune_candidates
 from stream_k.configs import KernelConfig
+from stream_k.select import choose_gemm
 
-H200 = DeviceFacts(backend="cuda", sm_count=132, shared_mem_per_program=232448, name="NVIDIA H200", capability=90)
-CPU = DeviceFacts(backend="cpu", sm_count=1024, shared_mem_per_program=1 << 30)
-H200_TARGET = Target("NVIDIA H200", "sm90", 132, True)
+H200 = H200_TARGET = spec.known_target("h200")
+CPU = spec.INTERPRETER
+MODES = tuple(spec.MODES)
+
+
+def planned_fields(cfg: BenchConfig) -> dict:
+    return {f: getattr(cfg.op, f) for f in PLANNED_FIELDS}
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +52,7 @@ def test_model_picks_the_measured_winners(algorithm: str, mode: str, shape: tupl
     assert set(cfg.plan["planned"]) == set(PLANNED_FIELDS) - {"schedule", "two_tiles"}
     ranked = rank_candidates(Problem(algorithm, *shape, "bf16", 2), H200_TARGET,
                              {"schedule": "hybrid", "two_tiles": True})
-    best = next(c for c in ranked if c.mode == mode and c.kernel.BLK_N == 256 and c.kernel.tma)
+    best = next(c for c in ranked if c.mode == mode and c.gemm.config.BLK_N == 256 and c.gemm.config.tma)
     assert best.predicted_ms <= 1.03 * ranked[0].predicted_ms, (best.describe(), ranked[0].describe())
     assert 100 <= best.gemm_sms < 132
 
@@ -67,29 +63,32 @@ def test_every_default_comes_from_the_planner() -> None:
         for shape in ((512, 8192, 8192), (1000, 3000, 2500), (16384, 8192, 8192)):
             cfg = parse_config(shape_flags(alg, *shape), H200, 2)
             choice = plan(Problem(alg, *shape, "bf16", 2), H200_TARGET).choice
-            assert planned_fields(cfg) == {f: getattr(choice, f) for f in PLANNED_FIELDS}, (alg, shape)
-            op_cfg = OverlapConfig(alg, *shape, "bf16")
-            assert {f: getattr(choice, f) for f in PLANNED_FIELDS} == {
-                f: v for f, v in choice.fields().items()} and op_cfg.mode == "auto"
+            assert planned_fields(cfg) == choice.fields(), (alg, shape)
+            assert OverlapConfig(alg, *shape, "bf16").resolve(H200, 2) == cfg.op  # the op plans the same
 
 
 def test_explicit_flags_win_and_the_log_says_what_was_planned() -> None:
     argv = [*shape_flags("all_reduce", 4864, 4096, 8256), "--mode", "bulk_sync", "--gemm_sms", "100", "--BLK_N", "128",
             "--sk_rounds", "3", "--tma", "off"]
     cfg = parse_config(argv, H200, 2)
-    assert (cfg.mode, cfg.gemm_sms, cfg.BLK_N, cfg.sk_rounds, cfg.use_tma) == ("bulk_sync", 100, 128, 3, False)
+    op = cfg.op
+    assert (op.mode, op.gemm_sms, op.kernel.BLK_N, op.sk_rounds, op.kernel.tma) == ("bulk_sync", 100, 128, 3, False)
     assert set(cfg.plan["planned"]) == {"total_sms", "schedule", "two_tiles", "comm_tile_m", "comm_tile_n"}
-    assert cfg.COMMUNICATION_TILE_N == 128  # follows the given tile
+    assert op.comm_tile_n == 128  # follows the given tile
+    flags = cfg.as_flags()
+    assert (flags["gemm_sms"], flags["BLK_N"], flags["COMMUNICATION_TILE_N"], flags["use_tma"]) == (100, 128, 128,
+                                                                                                     False)
     assert "bulk_sync gemm_sms 100/132 tile 128x128x64" in cfg.plan["choice"]
     assert cfg.as_flags()["plan"] == cfg.plan  # in the JSON log
 
 
 def test_cpu_uses_the_small_interpreter_config() -> None:
     cfg = parse_config([], CPU, 2)
-    assert (cfg.mode, cfg.total_sms, cfg.gemm_sms, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, cfg.sk_rounds) == (
+    op = cfg.op
+    assert (op.mode, op.total_sms, op.gemm_sms, op.kernel.BLK_M, op.kernel.BLK_N, op.kernel.BLK_K, op.sk_rounds) == (
         "fused", 4, 2, 32, 32, 16, 1)
     assert cfg.plan["source"] == "interpreter"
-    resolved = OverlapConfig("one_shot", 32, 32, 32, "fp32").resolve(torch.device("cpu"))
+    resolved = OverlapConfig("one_shot", 32, 32, 32, "fp32").resolve(CPU)
     assert (resolved.mode, resolved.total_sms, resolved.gemm_sms, resolved.sk_rounds) == ("fused", 4, 2, 1)
     assert resolved.plan_info is not None and resolved.plan_info["source"] == "interpreter"
 
@@ -99,8 +98,8 @@ def test_rounds_and_split_follow_the_shape() -> None:
     programs costs more fix-up than it saves); the SM split moves with the shape (not one constant per
     algorithm)."""
     small = rank_candidates(Problem("all_reduce", 256, 1024, 1024, "bf16", 2), H200_TARGET, {"mode": "fused"})
-    assert (small[0].schedule, small[0].sk_rounds) == ("dp", 1)
-    splits = {parse_config([*shape_flags("all_reduce", *s), "--mode", "fused"], H200, 2).gemm_sms
+    assert (small[0].gemm.plan.schedule, small[0].gemm.plan.sk_rounds) == ("dp", 1)
+    splits = {parse_config([*shape_flags("all_reduce", *s), "--mode", "fused"], H200, 2).op.gemm_sms
               for s in ((4864, 4096, 8256), (4096, 8192, 28672), (1000, 3000, 2500))}
     assert len(splits) > 1, splits
 
@@ -109,14 +108,30 @@ def test_schedule_options_follow_what_is_fixed() -> None:
     """Unfixed: dp and the one-tile hybrid; --schedule hybrid alone: both hybrids ranked (the model prefers the
     one-tile one at a long-K shard, where the two-tile one was measured 17% slower); both fixed: as given."""
     p = Problem("all_gather_gemm", 4096, 8192, 28672, "bf16", 2)
-    free = {(c.schedule, c.two_tiles) for c in rank_candidates(p, H200_TARGET, {"mode": "copy_engine"})}
+    free = {(c.gemm.plan.schedule, c.gemm.plan.two_tiles)
+            for c in rank_candidates(p, H200_TARGET, {"mode": "copy_engine"})}
     assert free == {("dp", False), ("hybrid", False)}
     hybrid = rank_candidates(p, H200_TARGET, {"mode": "copy_engine", "schedule": "hybrid"})
-    assert {c.two_tiles for c in hybrid} == {False, True} and hybrid[0].two_tiles is False
+    assert {c.gemm.plan.two_tiles for c in hybrid} == {False, True} and hybrid[0].gemm.plan.two_tiles is False
     both = rank_candidates(p, H200_TARGET, {"schedule": "hybrid", "two_tiles": True})
-    assert {(c.schedule, c.two_tiles) for c in both} == {("hybrid", True)}
+    assert {(c.gemm.plan.schedule, c.gemm.plan.two_tiles) for c in both} == {("hybrid", True)}
     cfg = parse_config([*shape_flags("all_reduce", 4864, 4096, 8256), "--schedule", "dp"], H200, 2)
-    assert (cfg.schedule, cfg.two_tiles) == ("dp", False) and "two_tiles" in cfg.plan["planned"]
+    assert (cfg.op.schedule, cfg.op.two_tiles) == ("dp", False) and "two_tiles" in cfg.plan["planned"]
+
+
+def test_the_gemm_is_select_choice_for_the_local_problem() -> None:
+    """Every candidate's GEMM is exactly what stream_k.select chooses for this rank's problem on the mode's GEMM
+    programs with the candidate's fields; with one rank every mode's GEMM runs on every program."""
+    for world in (1, 2):
+        p = Problem("all_gather_gemm", 4096, 8192, 28672, "bf16", world)
+        for c in rank_candidates(p, H200_TARGET)[:20]:
+            programs = spec.MODES[c.mode].gemm_programs(c.total_sms, c.gemm_sms, world)
+            assert c.gemm.plan.num_programs == programs == (132 if world == 1 else programs)
+            f = c.fields()
+            again = choose_gemm(*p.local(), "bf16", programs, "sm90", sms=132, tma=True,
+                                fixed={"config": f["kernel"], "schedule": f["schedule"], "two_tiles": f["two_tiles"],
+                                       "sk_rounds": f["sk_rounds"]})
+            assert again.plan == c.gemm.plan and again.config == c.gemm.config
 
 
 def test_candidates_agree_with_fixed_fields_and_are_ranked() -> None:
@@ -138,23 +153,26 @@ def test_tuning_configs_fix_the_given_flags() -> None:
     cfg = parse_config([*shape_flags("all_reduce", 4864, 4096, 8256), "--tune", "3", "--mode", "fused"], H200, 2)
     runs = tuning_configs(cfg, H200, 2)
     assert len(runs) == 3 and all(r.mode == "fused" and r.validate and r.benchmark for r in runs)
-    assert len({(r.gemm_sms, r.BLK_N, r.sk_rounds) for r in runs}) == 3
+    assert len({(r.op.gemm_sms, r.op.kernel.BLK_N, r.op.sk_rounds) for r in runs}) == 3
     assert all(r.plan["source"] == "tune candidate" for r in runs)
 
 
 def test_cache_entry_overrides_the_model_until_flags_conflict(private_cache: Path) -> None:
     p = Problem("all_reduce", 4864, 4096, 8256, "bf16", 2)
-    winner = Candidate("two_streams", 132, 104, KernelConfig(128, 128, 64, 4, 8, tma=True), 1, 128, 128)
-    TuningCache().store(p, H200_TARGET, winner, 0.271, [{"choice": winner.describe(), "loop_ms": 0.271}])
+    winner = {"mode": "two_streams", "total_sms": 132, "gemm_sms": 104,
+              "kernel": KernelConfig(128, 128, 64, 4, 8, tma=True), "sk_rounds": 1, "schedule": "hybrid",
+              "two_tiles": True, "comm_tile_m": 128, "comm_tile_n": 128}
+    TuningCache().store(p, H200_TARGET, winner, 0.271, [{"choice": "two_streams ...", "loop_ms": 0.271}])
     entry = json.loads(private_cache.read_text())
     assert len(entry) == 1 and next(iter(entry.values()))["measured_ms"] == 0.271
     cfg = parse_config(shape_flags("all_reduce", 4864, 4096, 8256), H200, 2)
-    assert cfg.plan["source"] == "cache" and (cfg.mode, cfg.gemm_sms, cfg.BLK_N) == ("two_streams", 104, 128)
+    assert cfg.plan["source"] == "cache" and (cfg.mode, cfg.op.gemm_sms, cfg.op.kernel.BLK_N) == (
+        "two_streams", 104, 128)
     conflicting = parse_config([*shape_flags("all_reduce", 4864, 4096, 8256), "--mode", "fused"], H200, 2)
     assert conflicting.plan["source"] == "model" and conflicting.mode == "fused"
     other_shape = parse_config(shape_flags("all_reduce", 4864, 4096, 8192), H200, 2)
     assert other_shape.plan["source"] == "model"
-    op_cfg = OverlapConfig("all_reduce", 4864, 4096, 8256, "bf16").resolve(torch.device("cpu"), 2)
+    op_cfg = OverlapConfig("all_reduce", 4864, 4096, 8256, "fp32").resolve(CPU, 2)
     assert op_cfg.plan_info["source"] == "interpreter"  # the CPU never reads GPU winners
 
 
@@ -162,4 +180,3 @@ def test_broken_cache_file_is_ignored(private_cache: Path) -> None:
     private_cache.write_text("{not json")
     cfg = parse_config(shape_flags("one_shot", 4864, 4096, 8256), H200, 2)
     assert cfg.plan["source"] == "model"
-    assert planner_target(H200) == H200_TARGET

@@ -25,7 +25,6 @@ from results.sweep import (  # noqa: E402
     main,
     parse_config,
     plan,
-    planner_modes,
 )
 
 needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not on PATH")
@@ -86,7 +85,7 @@ def test_bad_flags_exit_2(flag: str, value: str, tmp_path: Path, capsys: pytest.
 
 
 def test_grid_plan_cells_peers_validation_and_alternating_order(tmp_path: Path) -> None:
-    """--grid model: issue 12's 10 cells (one fp16), every equal-output peer planned, validation implied, and
+    """--grid model: its 10 cells (one fp16), every equal-output peer planned, validation implied, and
     in each cell the side that runs first alternates (references first in even cells, ours first in odd)."""
     cfg = parse_config(["--grid", "model", "--modes", "auto", "--logdir", str(tmp_path), "--launcher", "mpirun"])
     assert cfg.validate and cfg.modes == ["auto"] and cfg.references == list(REFERENCES_FOR_GRID)
@@ -321,34 +320,20 @@ def test_a_reference_whose_variants_already_run_in_the_cell_is_left_out(tmp_path
     assert notes == ["reference fused_all_gather_matmul (32, 32, 32) W=2: its variants already run in this cell"]
 
 
-def test_split_dims_and_algorithms_match_the_benchmark() -> None:
-    """BENCH_SPLIT and ALGORITHMS are written out (the sweep does not import the op); they must say what
-    overlap.algorithms and benchmark.py's checks say."""
-    from harness.config import ALGORITHMS as BENCHMARK_ALGORITHMS
-    from overlap.algorithms import ALGORITHMS as RECORDS
+def test_split_dims_algorithms_and_modes_come_from_the_spec(tmp_path: Path) -> None:
+    """The sweep reads the algorithms, their splits and the modes from spec (torch-free), as benchmark.py's
+    checks do; --modes takes every mode of spec.MODES."""
+    import spec
 
-    assert set(ALGORITHMS) == set(BENCHMARK_ALGORITHMS) == set(BENCH_SPLIT)
-    for alg, rec in RECORDS.items():
-        assert set(BENCH_SPLIT[alg]) == {rec.split} | ({"m"} if rec.splits_m() else set()), alg
+    assert set(ALGORITHMS) == set(spec.ALGORITHMS) == set(BENCH_SPLIT)
     assert BENCH_SPLIT["all_gather_gemm"] == ("m", "n") and BENCH_SPLIT["gemm_reduce_scatter"] == ("m", "k")
-
-
-def test_modes_come_from_the_planner(tmp_path: Path) -> None:
-    from overlap.planner import MODES as PLANNER_MODES
-
-    assert MODES == PLANNER_MODES and SWEEP_MODES == (*PLANNER_MODES, "auto")
-    # a mode the planner gains joins the sweep (read from the source, without importing the op)
-    fake = tmp_path / "planner.py"
-    fake.write_text('"""doc"""\nOTHER = ("x",)\nMODES = ("bulk_sync", "two_streams", "fused", "fused_sequential", '
-                    '"copy_engine")\nAUTO = "auto"\n')
-    assert planner_modes(fake) == ("bulk_sync", "two_streams", "fused", "fused_sequential", "copy_engine")
-    # not a literal any more: the module itself is asked
-    fake.write_text("BASE = ('bulk_sync',)\nMODES = (*BASE, 'fused')\n")
-    assert planner_modes(fake) == PLANNER_MODES
-    # --modes takes what the planner lists: copy_engine once overlap.planner.MODES has it, not before
+    assert MODES == tuple(spec.MODES) and SWEEP_MODES == (*spec.MODES, "auto")
     rc = main(["--modes", "copy_engine", "--algorithms", "none", "--references", "none", "--logdir", str(tmp_path),
                "--dry_run", "--no_plot"])
-    assert rc == (0 if "copy_engine" in PLANNER_MODES else 2)
+    assert rc == 0
+    code = "import sys, results.sweep; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]", out  # the sweep's flag checks and --dry_run load neither torch nor Triton
 
 
 def test_copy_engine_runs_only_where_it_is_built(tmp_path: Path) -> None:
@@ -363,3 +348,13 @@ def test_copy_engine_runs_only_where_it_is_built(tmp_path: Path) -> None:
     assert len([r for r in runs if r.what.get("mode") == "fused"]) == 2 * 5  # every algorithm, both splits
     assert any("all_reduce" in n and "copy_engine is not built" in n for n in notes)
     assert any("one_shot" in n and "copy_engine is not built" in n for n in notes)
+
+
+def test_grid_references_cover_every_familys_peers() -> None:
+    """REFERENCES_FOR_GRID (the reference launches of a grid cell) runs every equal-output peer of every family of
+    our algorithms (spec.baselines), and nothing else."""
+    import spec
+
+    variants = {v for coll in REFERENCES_FOR_GRID for v in COLLECTIVES[coll]}
+    peers = {p for alg in spec.ALGORITHMS.values() for p in spec.peers(alg.family.name)}
+    assert variants == peers

@@ -23,12 +23,15 @@ from iris_ops.device import notify, translate
 
 
 @triton.jit
-def gather_program(pid, num_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, stride_gm, stride_gk,
-                   A_READY, e, heap_bases, cur_rank, world_size: tl.constexpr,
-                   BLK_M: tl.constexpr, RM: tl.constexpr, KB: tl.constexpr):
-    """Push this rank's shard of A (A_LOCAL, M/W x K) into slot (W - i) % W of rank (cur_rank + i)'s AG,
+def gather_program(pid, num_programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_rank, world_size: tl.constexpr,
+                   BLK_M: tl.constexpr):
+    """Push this rank's shard of A (GATHER.A_LOCAL, M/W x K) into slot (W - i) % W of rank (cur_rank + i)'s AG,
     piece by piece (pieces pid, pid + num_programs, ...), releasing each piece's A_READY word."""
-    a_rows = M // world_size
+    RM: tl.constexpr = GATHER_FLAGS.RM
+    KB: tl.constexpr = GATHER_FLAGS.KB
+    a_rows = GATHER.a_rows
+    M = a_rows * world_size
+    K = GATHER.K
     n_rb = tl.cdiv(M, BLK_M)
     pieces = tl.cdiv(a_rows, BLK_M) + 1  # row blocks one slot can overlap
     for u in range(pid, world_size * pieces, num_programs):
@@ -48,10 +51,11 @@ def gather_program(pid, num_programs, A_LOCAL, AG, M, K, stride_lm, stride_lk, s
                 for k0 in range(0, K, KB):
                     rk = k0 + tl.arange(0, KB)
                     mask = rmask[:, None] & (rk < K)[None, :]
-                    vals = tl.load(A_LOCAL + src_rows[:, None] * stride_lm + rk[None, :] * stride_lk, mask=mask)
-                    dst = AG + rows[:, None] * stride_gm + rk[None, :] * stride_gk
+                    src = GATHER.A_LOCAL + src_rows[:, None] * GATHER.stride_lm + rk[None, :] * GATHER.stride_lk
+                    vals = tl.load(src, mask=mask)
+                    dst = GATHER.AG + rows[:, None] * GATHER.stride_gm + rk[None, :] * GATHER.stride_gk
                     tl.store(translate(dst, cur_rank, dest, heap_bases), vals, mask=mask)
-            notify(A_READY + slot * n_rb + rb, e, cur_rank, dest, heap_bases, "sys")
+            notify(GATHER.A_READY + slot * n_rb + rb, e, cur_rank, dest, heap_bases, "sys")
 
 
 @triton.jit
@@ -62,10 +66,3 @@ def gathered_store_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id,
     rows = (rm + cur_rank * (M // world_size)) % M
     tl.store(C + rows[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
 
-
-@triton.jit
-def no_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-            heap_bases, cur_rank, world_size,
-            BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
-    """TILE_FN of an algorithm whose output tiles stay where the GEMM left them (never called)."""
-    pass

@@ -12,14 +12,13 @@ from overlap.communication.comm_loop import subtile_offsets
 
 
 @triton.jit
-def all_scatter_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                     heap_bases, cur_rank, world_size,
+def all_scatter_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
                      BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     for sm in tl.static_range(BLK_M // CTM):
         for sn in tl.static_range(BLK_N // CTN):
-            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, M, N, BLK_M, BLK_N, CTM, CTN)
-            vals = tl.load(SRC + rm[:, None] * stride_sm + rn[None, :] * stride_sn, mask=mask)
-            dst = DST + rm[:, None] * stride_dm + rn[None, :] * stride_dn
+            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+            vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
+            dst = MOVE.DST + rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
             for i in range(1, world_size):
                 peer = (cur_rank + i) % world_size
                 tl.store(translate(dst, cur_rank, peer, heap_bases), vals, mask=mask)

@@ -9,9 +9,9 @@ partial; 0 for communication timed alone, with every tile taken as ready), then 
 algorithm's TILE_FN on it. A wait that times out records an error word and moves on, so a lost
 flag fails the run instead of hanging it.
 
-TILE_FN(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-        heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
-moves the BLK_M x BLK_N tile (pid_m, pid_n) in sub-tiles of CTM x CTN.
+TILE_FN(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+moves the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC into MOVE.DST (overlap.kernel_args.Move) in sub-tiles of
+CTM x CTN.
 """
 
 from __future__ import annotations
@@ -24,26 +24,24 @@ from stream_k.tiles import tile_coords
 
 
 @triton.jit
-def _move_tile(
-    tile_id, n_tiles, trace_pid,
-    SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
-    heap_bases, cur_rank, world_size,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_SOURCES: tl.constexpr,
-    BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
-    CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
-):
+def _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, max_spins, ERRORS, COMM_TRACE,
+               CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
+               GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
     """Wait until tile_id is ready (each of its READY_SOURCES words >= e), move it with TILE_FN, log it."""
+    READY_SOURCES: tl.constexpr = MOVE_FLAGS.READY_SOURCES
     if COMM_TRACE is not None:
         t_wait = read_timer(CLOCK, TIMER)
     for s in tl.static_range(READY_SOURCES):
-        if not wait_local(READY + s * n_tiles + tile_id, e, max_spins, READY_SCOPE):
+        if MOVE_FLAGS.READY_SYS:
+            ok = wait_local(MOVE.READY + s * n_tiles + tile_id, e, max_spins, "sys")
+        else:
+            ok = wait_local(MOVE.READY + s * n_tiles + tile_id, e, max_spins, "gpu")
+        if not ok:
             record_error(ERRORS, 2, tile_id)  # ERR_TILE_READY
     if COMM_TRACE is not None:
         t_ready = read_timer(CLOCK, TIMER)
-    pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
-    TILE_FN(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-            heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+    pid_m, pid_n = tile_coords(tile_id, MOVE.M, MOVE.N, BLK_M, BLK_N, GSIZE_M)
+    TILE_FN(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, MOVE_FLAGS.CTM, MOVE_FLAGS.CTN)
     if COMM_TRACE is not None:
         t_done = read_timer(CLOCK, TIMER)
         row = COMM_TRACE + tile_id * 5
@@ -55,35 +53,26 @@ def _move_tile(
 
 
 @triton.jit
-def comm_program(
-    pid, num_programs, trace_pid,
-    SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-    READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
-    heap_bases, cur_rank, world_size, CLAIM, claim_rotate,
-    TILE_FN: tl.constexpr, READY_SCOPE: tl.constexpr, READY_SOURCES: tl.constexpr,
-    BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
-    CTM: tl.constexpr, CTN: tl.constexpr, TIMER: tl.constexpr,
-):
-    """Move tiles until none is left. CLAIM None: tiles pid, pid + num_programs, ... (static).
-    CLAIM a counter (zero when the step starts; the step's last program resets it): take the next
-    tile in tile order with an atomic ticket, so that programs that join late (GEMM programs done
-    with their own work) share the tail. Ticket t is tile (t + claim_rotate) % n_tiles: the order the
-    GEMM completes tiles in (a GEMM that runs its Stream-K tiles, the last ones, first passes the
-    first of them)."""
-    n_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
-    if CLAIM is None:
+def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, CLAIM, max_spins, ERRORS,
+                 COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
+                 GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
+    """Move tiles until none is left. Without CLAIM_TILES: tiles pid, pid + num_programs, ... (static).
+    With CLAIM_TILES, CLAIM is a counter (zero when the step starts; the step's last program resets it): take the
+    next tile in tile order with an atomic ticket, so that programs that join late (GEMM programs done with their
+    own work) share the tail. Ticket t is tile (t + claim_rotate) % n_tiles: the order the GEMM completes tiles
+    in (a GEMM that runs its Stream-K tiles, the last ones, first passes the first of them)."""
+    n_tiles = tl.cdiv(MOVE.M, BLK_M) * tl.cdiv(MOVE.N, BLK_N)
+    if not MOVE_FLAGS.CLAIM_TILES:
         for ticket in range(pid, n_tiles, num_programs):
-            tile_id = (ticket + claim_rotate) % n_tiles
-            _move_tile(tile_id, n_tiles, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                       READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
-                       TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
+            tile_id = (ticket + MOVE.claim_rotate) % n_tiles
+            _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
+                       heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
     else:
         ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
         while ticket < n_tiles:
-            tile_id = (ticket + claim_rotate) % n_tiles
-            _move_tile(tile_id, n_tiles, trace_pid, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                       READY, e, max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size,
-                       TILE_FN, READY_SCOPE, READY_SOURCES, BLK_M, BLK_N, GSIZE_M, CTM, CTN, TIMER)
+            tile_id = (ticket + MOVE.claim_rotate) % n_tiles
+            _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
+                       heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
             ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
 
 

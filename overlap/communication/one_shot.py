@@ -18,14 +18,13 @@ from overlap.communication.comm_loop import subtile_offsets
 
 
 @triton.jit
-def one_shot_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm, stride_dn,
-                  heap_bases, cur_rank, world_size,
+def one_shot_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
                   BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     for sm in tl.static_range(BLK_M // CTM):
         for sn in tl.static_range(BLK_N // CTN):
-            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, M, N, BLK_M, BLK_N, CTM, CTN)
-            src = SRC + rm[:, None] * stride_sm + rn[None, :] * stride_sn
-            if SRC.dtype.element_ty.is_int():
+            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+            src = MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn
+            if MOVE.SRC.dtype.element_ty.is_int():
                 acc = tl.zeros((CTM, CTN), dtype=tl.int32)
             else:
                 acc = tl.zeros((CTM, CTN), dtype=tl.float32)
@@ -33,8 +32,8 @@ def one_shot_tile(pid_m, pid_n, SRC, DST, M, N, stride_sm, stride_sn, stride_dm,
             for i in tl.static_range(world_size):
                 peer = (cur_rank + 1 + i) % world_size  # remote partials first, the local one last
                 acc += tl.load(translate(src, cur_rank, peer, heap_bases), mask=mask).to(acc.dtype)
-            tl.store(DST + rm[:, None] * stride_dm + rn[None, :] * stride_dn,
-                     acc.to(DST.dtype.element_ty), mask=mask)
+            tl.store(MOVE.DST + rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn,
+                     acc.to(MOVE.DST.dtype.element_ty), mask=mask)
 
 
 @triton.jit

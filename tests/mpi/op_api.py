@@ -20,7 +20,7 @@ prints "OP_API_FAIL <name> rank R: <what>" and exits non-zero):
                 one_shot bulk_sync): the call ends and check_errors() raises RuntimeError within a bounded
                 time; the op is then broken (calling it raises) until reset() on both ranks, after which
                 steps on both ranks are right again
-    create_skew (only with --only create_skew; an expected failure today) the ranks create the op 1 s
+    create_skew (only with --only create_skew) the ranks create the op 1 s
                 apart with no barrier after create(): the first steps must still be right
 """
 
@@ -59,13 +59,13 @@ def expect_error(kind: type[Exception], fn: Callable[[], object], *words: str) -
 def check_c(op: OverlapOp, a: torch.Tensor, b: torch.Tensor, what: str) -> float:
     sync(op)
     op.check_errors()
-    err = rel_error(op.c, a, b)
+    err = rel_error(op, a, b)
     assert err <= TOL, f"{what}: relative error {err:.3g} > {TOL:g}"
     return err
 
 
 def make_op(shmem, alg: str, mode: str = "fused", **options) -> OverlapOp:
-    op = OverlapOp.create(shmem, alg, M, N, K, "fp32", mode, **{**cpu_options(), **options})
+    op = OverlapOp.create(shmem, alg, M, N, K, "fp32", mode, **{**cpu_options(mode), **options})
     shmem.barrier()  # every rank has zeroed its buffers before any rank's first step
     return op
 
@@ -231,7 +231,7 @@ def timeout_case(shmem, alg: str, mode: str) -> str:
         assert elapsed < TIMEOUT_BOUND_S, f"the failed step took {elapsed:.1f} s (bound {TIMEOUT_BOUND_S:.0f} s)"
         assert op.broken is not None, "op.broken is not set after check_errors() raised"
         expect_error(RuntimeError, op, "unusable", "reset()")
-        expect_error(RuntimeError, op.step, "unusable")
+        expect_error(RuntimeError, lambda: op.run(op.step_for()), "unusable")
         expect_error(RuntimeError, lambda: op(op.a, op.b), "unusable")
         detail = f"step returned after {called:.1f} s, check_errors raised after {elapsed:.1f} s: {msg}"
     else:
@@ -247,7 +247,7 @@ def timeout_case(shmem, alg: str, mode: str) -> str:
 
 
 def check_create_skew(shmem) -> str:
-    """Not in the default set (it fails today; tests/test_op.py runs it as an expected failure).
+    """Not in the default set (tests/test_op.py runs it on its own).
 
     No host barrier between create() and the first step, as the op's docstring and the README show it.
     Rank 1 creates its op only once something has landed in its heap (rank 0's first step announcing its

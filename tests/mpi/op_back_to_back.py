@@ -24,19 +24,23 @@ import time
 import torch
 
 import iris_ops
+import spec
 from overlap.op import OverlapOp
-from overlap.planner import MODES, has_mode
 from stream_k import KernelConfig
+
+MODES = tuple(spec.MODES)
 
 ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
 TOL = 1e-4  # relative Frobenius error for fp32 operands (harness.checks.TOLERANCE["fp32"])
 
 
-def cpu_options() -> dict:
-    """The interpreter-friendly config (tiny tiles, two programs); on a GPU the op's defaults."""
+def cpu_options(mode: str = "fused") -> dict:
+    """The interpreter-friendly config (tiny tiles, two programs; the GEMM on both where the mode keeps every SM);
+    on a GPU the op's defaults."""
     if torch.cuda.is_available():
         return {}
-    return {"total_sms": 2, "gemm_sms": 1, "comm_tile_m": 16, "comm_tile_n": 16,
+    return {"total_sms": 2, "gemm_sms": 2 if spec.MODES[mode].gemm_on_every_sm else 1, "comm_tile_m": 16,
+            "comm_tile_n": 16,
             "kernel": KernelConfig(BLK_M=16, BLK_N=16, BLK_K=16, num_stages=1, num_warps=4)}
 
 
@@ -48,14 +52,23 @@ def global_inputs(m: int, n: int, k: int, seed: int, device: torch.device) -> tu
     return a.to(device), b.to(device)
 
 
+def part(t: torch.Tensor, where: tuple[tuple[int, int], tuple[int, int]]) -> torch.Tensor:
+    (r0, r1), (c0, c1) = where
+    return t[r0:r1, c0:c1]
+
+
 def shards(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """This rank's shards of the global A and B for the op's algorithm."""
-    r = op.rank
-    if op.alg.split == "n":
-        w = op.local_n
-        return a, b[:, r * w:(r + 1) * w]
-    w = op.local_k
-    return a[:, r * w:(r + 1) * w], b[r * w:(r + 1) * w, :]
+    """This rank's shards of the global A and B for the op's algorithm (spec.sharding)."""
+    fam, r, w = spec.ALGORITHMS[op.cfg.algorithm].family, op.rank, op.world
+    (m, k), n = a.shape, b.shape[1]
+    return part(a, fam.a_slice(r, m, k, w)), part(b, fam.b_slice(r, k, n, w))
+
+
+def expected(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """This rank's part of the float64 product of the whole inputs (spec.sharding: its C)."""
+    full = a.double().cpu() @ b.double().cpu()
+    fam = spec.ALGORITHMS[op.cfg.algorithm].family
+    return part(full, fam.c_slice(op.rank, full.shape[0], full.shape[1], op.world))
 
 
 def load_inputs(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> None:
@@ -64,18 +77,19 @@ def load_inputs(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> None:
     op.b.copy_(sb)
 
 
-def rel_error(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
-    """||C - A @ B|| / ||A @ B|| against the float64 product (NaN stays NaN, so poison fails)."""
-    ref = a.double().cpu() @ b.double().cpu()
-    err = float(torch.linalg.norm(c.double().cpu() - ref) / torch.linalg.norm(ref))
+def rel_error(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> float:
+    """||C - its part of A @ B|| / ||its part|| against the float64 product (NaN stays NaN, so poison fails)."""
+    ref = expected(op, a, b)
+    assert tuple(op.c.shape) == tuple(ref.shape), f"C has shape {tuple(op.c.shape)}, expected {tuple(ref.shape)}"
+    err = float(torch.linalg.norm(op.c.double().cpu() - ref) / torch.linalg.norm(ref))
     return err if err == err else float("inf")
 
 
-def worst_error(shmem, op: OverlapOp, a: torch.Tensor, b: torch.Tensor, what: str) -> float:
+def worst_error(shmem, op: OverlapOp, a: torch.Tensor, b: torch.Tensor, what: str, tol: float = TOL) -> float:
     """C's error on every rank (checked here on each), gathered: the largest, or AssertionError naming the rank."""
-    errs = shmem.allgather(rel_error(op.c, a, b))
+    errs = shmem.allgather(rel_error(op, a, b))
     worst = max(range(len(errs)), key=lambda r: errs[r])
-    assert errs[worst] <= TOL, f"{what}: relative error {errs[worst]:.3g} > {TOL:g} on rank {worst} (all: {errs})"
+    assert errs[worst] <= tol, f"{what}: relative error {errs[worst]:.3g} > {tol:g} on rank {worst} (all: {errs})"
     return errs[worst]
 
 
@@ -87,7 +101,7 @@ def sync(op: OverlapOp) -> None:
 def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change_inputs: bool) -> str:
     """Build one op, run the steps, check; returns the OK line or raises AssertionError naming what failed."""
     m, n, k = args.m, args.n, args.k
-    op = OverlapOp.create(shmem, alg, m, n, k, "fp32", mode, **cpu_options())
+    op = OverlapOp.create(shmem, alg, m, n, k, "fp32", mode, **cpu_options(mode))
     seed = 1000 + 17 * ALGORITHMS.index(alg) + MODES.index(mode)
     a, b = global_inputs(m, n, k, seed, op.device)
     load_inputs(op, a, b)
@@ -113,7 +127,7 @@ def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change
         sync(op)
         op.check_errors()
         worst_error(shmem, op, a2, b2, "C after new inputs were written into op.a/op.b")
-        stale = rel_error(op.c, a, b)
+        stale = rel_error(op, a, b)
         assert stale > 0.1, f"C still matches the old inputs (error {stale:.3g}): the op did not re-read its buffers"
     shmem.barrier()  # no rank frees (resets) its heap while a peer may still touch it
     return (f"OP_B2B_OK {alg} {mode} ranks {op.world} steps {args.steps} err {err:.2e} "
@@ -143,7 +157,7 @@ def main() -> int:
     shmem = iris_ops.iris(1 << 24)
     rank = shmem.get_rank()
     first = True
-    combos = [(alg, mode) for alg in algorithms for mode in modes if has_mode(alg, mode)]
+    combos = [(alg, mode) for alg in algorithms for mode in modes if spec.ALGORITHMS[alg].has_mode(mode)]
     for alg, mode in combos:
         try:
             line = run_combination(shmem, alg, mode, args, change_inputs=first)

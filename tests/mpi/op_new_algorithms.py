@@ -22,53 +22,22 @@ import argparse
 import sys
 
 import torch
-from op_back_to_back import cpu_options, global_inputs, sync
+from op_back_to_back import cpu_options, global_inputs, load_inputs, rel_error, sync, worst_error
 
 import iris_ops
-from overlap.algorithms import ALGORITHMS as RECORDS
+import spec
 from overlap.op import OverlapOp
-from overlap.planner import MODES
+
+MODES = tuple(spec.MODES)
 
 ALGORITHMS = ("all_gather_gemm", "gemm_reduce_scatter")
 TOL = {"fp32": 1e-4, "fp16": 2e-3, "bf16": 1e-2}
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
-def shards(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """This rank's shards of the global A and B for the op's algorithm."""
-    r, alg = op.rank, op.alg
-    if alg.gathers_a:  # A row-sharded, B column-sharded
-        rows, cols = op.local_m, op.local_n
-        return a[r * rows:(r + 1) * rows, :], b[:, r * cols:(r + 1) * cols]
-    w = op.local_k  # A column-sharded, B row-sharded
-    return a[:, r * w:(r + 1) * w], b[r * w:(r + 1) * w, :]
-
-
-def load_inputs(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> None:
-    sa, sb = shards(op, a, b)
-    op.a.copy_(sa)
-    op.b.copy_(sb)
-
-
-def rel_error(op: OverlapOp, a: torch.Tensor, b: torch.Tensor) -> float:
-    """||C - part of A @ B|| / ||part of A @ B|| (float64 product of the whole inputs; NaN -> inf)."""
-    full = torch.matmul(a.double().cpu(), b.double().cpu())
-    ref = RECORDS[op.cfg.algorithm].shard_of(full, op.rank, op.world)
-    assert tuple(op.c.shape) == tuple(ref.shape), f"C has shape {tuple(op.c.shape)}, expected {tuple(ref.shape)}"
-    err = float(torch.linalg.norm(op.c.double().cpu() - ref) / torch.linalg.norm(ref))
-    return err if err == err else float("inf")
-
-
-def worst_error(shmem, op: OverlapOp, a: torch.Tensor, b: torch.Tensor, tol: float, what: str) -> float:
-    errs = shmem.allgather(rel_error(op, a, b))
-    worst = max(range(len(errs)), key=lambda r: errs[r])
-    assert errs[worst] <= tol, f"{what}: relative error {errs[worst]:.3g} > {tol:g} on rank {worst} (all: {errs})"
-    return errs[worst]
-
-
 def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change_inputs: bool) -> str:
     m, n, k, dt = args.m, args.n, args.k, args.datatype
-    op = OverlapOp.create(shmem, alg, m, n, k, dt, mode, **cpu_options())
+    op = OverlapOp.create(shmem, alg, m, n, k, dt, mode, **cpu_options(mode))
     seed = 2000 + 17 * ALGORITHMS.index(alg) + MODES.index(mode)
     a, b = (x.to(DTYPES[dt]) for x in global_inputs(m, n, k, seed, op.device))
     load_inputs(op, a, b)
@@ -80,14 +49,14 @@ def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change
         assert c is op.c, "op() must return the op's C buffer"
     sync(op)
     op.check_errors()
-    err = worst_error(shmem, op, a, b, TOL[dt], f"C after {args.steps} steps")
+    err = worst_error(shmem, op, a, b, f"C after {args.steps} steps", TOL[dt])
     if change_inputs:
         a2, b2 = (x.to(DTYPES[dt]) for x in global_inputs(m, n, k, seed + 500, op.device))
         load_inputs(op, a2, b2)
         op()
         sync(op)
         op.check_errors()
-        worst_error(shmem, op, a2, b2, TOL[dt], "C after new inputs were written into op.a/op.b")
+        worst_error(shmem, op, a2, b2, "C after new inputs were written into op.a/op.b", TOL[dt])
         stale = rel_error(op, a, b)
         assert stale > 0.1, f"C still matches the old inputs (error {stale:.3g}): the op did not re-read its buffers"
     shmem.barrier()  # no rank frees (resets) its heap while a peer may still touch it

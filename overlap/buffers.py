@@ -1,0 +1,152 @@
+"""Every tensor one op owns: its inputs, C, the heap buffers the peers reach, the flags and counters of the step
+protocol. `OpBuffers.allocate` makes them (every rank the same sequence on the symmetric heap, so offsets match);
+`heap_bytes` is what that takes, for sizing the heap first.
+
+Row layout: a buffer whose row length is not a multiple of 16 elements gets a padded row stride
+(stream_k.layout.padded_cols), so that TMA descriptors and vector loads stay legal: `a`, `b` and C are then views
+with stride(0) > shape[1]. all_scatter on several ranks with N/W not a multiple of 16 gives each rank's columns
+a padded block in a wider heap buffer (`heap_c`, "wide C") and copies them into a contiguous `c` at the end of
+the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from iris_ops import Iris
+from overlap.algorithms import Algorithm
+from overlap.communication.copy_engine import band_counts
+from overlap.copy_steps import row_bands
+from overlap.kernels import control_words
+from spec import DATATYPES
+from stream_k.layout import padded_cols, padded_zeros
+from stream_k.tiles import num_tiles
+
+_ALIGN = 1024
+
+
+def c_layout(alg: Algorithm, m: int, n: int, world: int) -> tuple[int, int, int]:
+    """(rows, columns of the heap buffer that holds C, column block of each rank in it): all_scatter on several
+    ranks whose N/W is not a multiple of 16 gets one padded block per rank ("wide C"); otherwise C's row stride
+    is padded."""
+    fam = alg.family
+    local_n = fam.gemm_shape(m, n, 1, world)[1]
+    if world > 1 and fam.output == "full" and fam.b == "cols" and padded_cols(local_n) != local_n:
+        return m, world * padded_cols(local_n), padded_cols(local_n)
+    rows, cols = fam.c_shape(m, n, world)
+    return rows, padded_cols(cols), local_n
+
+
+def _up(x: int) -> int:
+    return max(_ALIGN, -(-x // _ALIGN) * _ALIGN)
+
+
+def a_ready_words(m: int, blk_m: int, world: int) -> int:
+    """all-gather row-ready words: one per (slot, row block) of the gathered A."""
+    return world * -(-m // blk_m)
+
+
+def heap_bytes(alg: Algorithm, m: int, n: int, k: int, datatype: str, world: int, blk_m: int, blk_n: int,
+               copy_engine: bool) -> int:
+    """Bytes of symmetric heap one op allocates on each rank (OpBuffers.allocate's heap tensors)."""
+    dt = DATATYPES[datatype]
+    out = dt.output_bytes
+    local_n = alg.family.gemm_shape(m, n, k, world)[1]
+    tiles = num_tiles(m, local_n, blk_m, blk_n)
+    rows, c_cols, _ = c_layout(alg, m, n, world)
+    total = _up(rows * c_cols * out) + _up(tiles * alg.ready_sources(world) * 4) + _up(control_words(world) * 4)
+    if copy_engine and alg.copy_schedule == "reduce_rows":  # RECV: a slot per sender
+        total += _up(m * padded_cols(n) * out)
+    if alg.gathers_a:  # the gathered A and its row-ready words
+        total += _up(m * padded_cols(k) * dt.bytes) + _up(a_ready_words(m, blk_m, world) * 4)
+    return total + (_up(m * padded_cols(n) * out) if alg.partial_buffer else 0)
+
+
+@dataclass
+class OpBuffers:
+    """The op's tensors. `a`, `b`: this rank's own input buffers (plain device memory, rows padded); `c`: its
+    output; `gemm_out`: what the GEMM writes when there are peers (C, a column block of the heap's C, or the
+    partial); the rest as overlap.algorithms and overlap.kernels describe them (None where unused)."""
+
+    a: torch.Tensor
+    b: torch.Tensor
+    heap_c: torch.Tensor  # C's storage on the heap, or the wide C of unaligned all_scatter
+    c: torch.Tensor
+    wide_c: bool
+    partial: torch.Tensor | None
+    gemm_out: torch.Tensor
+    ready: torch.Tensor
+    ctrl: torch.Tensor
+    errors: torch.Tensor
+    ag: torch.Tensor | None  # all_gather_gemm's gathered A and its row-ready words
+    a_ready: torch.Tensor | None
+    counts: torch.Tensor | None  # copy_engine: band map + finished tiles per band of tile rows
+    counts_init: torch.Tensor | None
+    recv: torch.Tensor | None  # copy_engine gemm_reduce_scatter: a slot per sender
+    fill: torch.Tensor | None  # copy_engine all_gather_gemm: the step's epoch, copied into A_READY words
+    tiles: int  # GEMM tiles of this rank
+    tiles_per_row: int
+    gemm_trace: torch.Tensor | None = None  # per-tile timestamps of a traced step (made at the first)
+    comm_trace: torch.Tensor | None = None
+
+    @classmethod
+    def allocate(cls, alg: Algorithm, m: int, n: int, k: int, datatype: str, world: int, rank: int,
+                 blk_m: int, blk_n: int, copy_engine: bool, shmem: Iris, device: torch.device,
+                 dtype: torch.dtype, out_dtype: torch.dtype) -> OpBuffers:
+        need = heap_bytes(alg, m, n, k, datatype, world, blk_m, blk_n, copy_engine)
+        free = shmem.free_bytes
+        if need > free:
+            raise MemoryError(f"OverlapOp needs {need} B of symmetric heap per rank; {free} B are free")
+        fam = alg.family
+        (am, ak), (bk, bn) = fam.a_shape(m, k, world), fam.b_shape(k, n, world)
+        a = padded_zeros(am, ak, dtype, device)
+        b = padded_zeros(bk, bn, dtype, device)
+        rows, c_cols, block = c_layout(alg, m, n, world)
+        local_n = bn
+        heap_c = shmem.zeros(rows, c_cols, dtype=out_dtype)
+        wide = block != local_n
+        c_width = fam.c_shape(m, n, world)[1]
+        c = torch.zeros((m, n), dtype=out_dtype, device=device) if wide else heap_c[:, :c_width]
+        partial = shmem.zeros(m, padded_cols(n), dtype=out_dtype)[:, :n] if alg.partial_buffer else None
+        tiles = num_tiles(m, local_n, blk_m, blk_n)
+        ready = shmem.zeros(tiles * alg.ready_sources(world), dtype=torch.int32)
+        ctrl = shmem.zeros(control_words(world), dtype=torch.int32)
+        ag = shmem.zeros(m, padded_cols(k), dtype=dtype)[:, :k] if alg.gathers_a else None
+        a_ready = shmem.zeros(a_ready_words(m, blk_m, world), dtype=torch.int32) if alg.gathers_a else None
+        if fam.output == "cols":
+            gemm_out = c
+        elif fam.b == "cols":
+            gemm_out = heap_c[:, rank * block:rank * block + local_n]
+        else:
+            assert partial is not None
+            gemm_out = partial
+        n_rb = -(-m // blk_m)
+        kind = alg.copy_schedule if copy_engine else None
+        # the band map, then the band counts (copy_engine.band_counts); as long as the tile flags at least, which
+        # the GEMM's checks ask of its flags
+        counts_init = (torch.tensor(band_counts(row_bands(kind, n_rb, world), n_rb, max(2 * n_rb, tiles)),
+                                    dtype=torch.int32) if kind in ("scatter", "reduce_rows") else None)
+        counts = counts_init.to(device) if counts_init is not None else None
+        recv = (shmem.zeros(world, m // world, padded_cols(n), dtype=out_dtype)[:, :, :n] if kind == "reduce_rows"
+                else None)
+        fill = torch.zeros(n_rb, dtype=torch.int32, device=device) if kind == "gather_a" else None
+        errors = torch.zeros(1, dtype=torch.int32, device=device)
+        return cls(a, b, heap_c, c, wide, partial, gemm_out, ready, ctrl, errors, ag, a_ready, counts, counts_init,
+                   recv, fill, tiles, -(-local_n // blk_n))
+
+    def traces(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(GEMM trace [tiles, 3], communication trace [tiles, 5]) int64, made at the first traced step."""
+        if self.gemm_trace is None or self.comm_trace is None:
+            self.gemm_trace = torch.zeros(self.tiles, 3, dtype=torch.int64, device=self.c.device)
+            self.comm_trace = torch.zeros(self.tiles, 5, dtype=torch.int64, device=self.c.device)
+        return self.gemm_trace, self.comm_trace
+
+    def reset(self, extra: list[Any]) -> None:
+        """Zero the step protocol's words (and `extra`, e.g. the GEMMs' locks), the counts back to their map."""
+        for t in (self.ctrl, self.ready, self.errors, *([self.a_ready] if self.a_ready is not None else []), *extra):
+            t.zero_()
+        if self.counts is not None and self.counts_init is not None:
+            self.counts.copy_(self.counts_init)

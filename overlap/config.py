@@ -1,0 +1,194 @@
+"""The op's configuration: the problem (algorithm, shape, datatype) and every choice that fixes its kernels.
+`resolve` fills what is left unset from the planner (overlap.planner) for a target and world size, then checks
+the whole (`check`): a bad value raises `InvalidConfig`, a ValueError naming the field and what is valid."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import spec
+from overlap.algorithms import ALGORITHMS
+from overlap.buffers import heap_bytes as _heap_bytes
+from spec import AUTO, SCHEDULE_CHOICES, Target
+from stream_k.configs import KernelConfig
+from stream_k.plan import MAX_SK_ROUNDS
+
+
+class InvalidConfig(ValueError):
+    """A bad configuration value: `field` names it (an OverlapConfig field, "kernel.BLK_M", or a dimension "m")."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class OverlapConfig:
+    """Everything that fixes the kernels of one op. `resolve` fills the None fields (and "auto") by planning."""
+
+    algorithm: str
+    m: int
+    n: int
+    k: int
+    datatype: str = "bf16"
+    mode: str = AUTO  # a mode (spec.MODES), or "auto": the planner's choice
+    total_sms: int | None = None  # programs in all (the device's SM count)
+    gemm_sms: int | None = None  # programs doing GEMM work while there are peers; the rest communicate
+    kernel: KernelConfig | None = None  # GEMM tile, stages, warps, TMA
+    comm_tile_m: int | None = None  # the block a communication step moves (a whole GEMM tile)
+    comm_tile_n: int | None = None
+    comm_threads: int = 256  # threads per program of the separate communication kernel
+    two_tiles: bool | None = None  # with schedule hybrid: Stream-K on one more full wave of tiles (planned)
+    schedule: str = AUTO  # the GEMM's Stream-K schedule (spec.SCHEDULES), or "auto": planned
+    sk_first: bool = False
+    sk_rounds: int | None = None
+    gemm_joins_comm: bool = True
+    timeout_s: float = 30.0
+    # Filled by resolve: what the planner chose ({"source", "planned", "choice", ...}); not part of equality.
+    plan_info: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def resolved(self) -> bool:
+        return self.plan_info is not None
+
+    def resolve(self, target: Target | Any, world_size: int = 1, cache: Any = None) -> OverlapConfig:
+        """A copy with every unset field (and mode / schedule "auto") planned for this problem on `target` (a
+        spec.Target, or a torch.device: its target) with overlap.planner (`cache`: its tuning cache), checked. The
+        fields given are kept. A resolved config comes back as it is: the planner runs once per config."""
+        check_names(self)
+        if self.resolved:
+            return self
+        if not isinstance(target, Target):
+            from overlap.target import device_target
+
+            target = device_target(target if getattr(target, "type", target) == "cuda" else None)
+        from overlap.planner import Problem, TuningCache, plan
+
+        fixed = {name: getattr(self, name) for name in PLANNED_FIELDS}
+        problem = Problem(self.algorithm, self.m, self.n, self.k, self.datatype, world_size)
+        check_split(self, world_size)
+        check_given(self)
+        chosen = plan(problem, target, fixed, cache if cache is not None else TuningCache())
+        out = dataclasses.replace(self, **chosen.choice.fields(), plan_info=chosen.as_dict())
+        check(out, world_size, target)
+        return out
+
+
+# What the planner fills when unset (OverlapConfig's field names).
+PLANNED_FIELDS = ("mode", "total_sms", "gemm_sms", "kernel", "sk_rounds", "schedule", "two_tiles", "comm_tile_m",
+                  "comm_tile_n")
+
+
+def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
+    """Bytes of symmetric heap one op allocates on each rank (an upper bound while the GEMM tile is unplanned)."""
+    check_names(cfg)
+    blk_m, blk_n = (cfg.kernel.BLK_M, cfg.kernel.BLK_N) if cfg.kernel else (16, 16)
+    from overlap.modes import MODE_STEPS
+
+    copies = cfg.mode == AUTO or MODE_STEPS[cfg.mode].copies  # auto: enough for any mode the planner may pick
+    return _heap_bytes(ALGORITHMS[cfg.algorithm], cfg.m, cfg.n, cfg.k, cfg.datatype, world_size, blk_m, blk_n,
+                       copies)
+
+
+# ---- checks ---------------------------------------------------------------------------------------------
+
+def check_names(cfg: OverlapConfig) -> None:
+    """The algorithm, mode, datatype and schedule are known, and the mode is built for the algorithm."""
+    if cfg.algorithm not in spec.ALGORITHMS:
+        raise InvalidConfig("algorithm", f"algorithm must be one of {', '.join(spec.ALGORITHMS)}, got "
+                                         f"{cfg.algorithm!r}")
+    if cfg.mode != AUTO and cfg.mode not in spec.MODES:
+        raise InvalidConfig("mode", f"mode must be one of {AUTO}, {', '.join(spec.MODES)}, got {cfg.mode!r}")
+    if cfg.mode != AUTO and not spec.ALGORITHMS[cfg.algorithm].has_mode(cfg.mode):
+        able = ", ".join(a.name for a in spec.ALGORITHMS.values() if a.has_mode(cfg.mode))
+        raise InvalidConfig("mode", f"mode {cfg.mode} is built for {able}, not {cfg.algorithm}")
+    if cfg.datatype not in spec.DATATYPES:
+        raise InvalidConfig("datatype", f"datatype must be one of {', '.join(spec.DATATYPES)}, got {cfg.datatype!r}")
+    if cfg.schedule not in SCHEDULE_CHOICES:
+        raise InvalidConfig("schedule", f"schedule must be one of {', '.join(SCHEDULE_CHOICES)}, got "
+                                        f"{cfg.schedule!r}")
+
+
+def check_split(cfg: OverlapConfig, world: int) -> None:
+    """Every dimension is positive and every dimension the algorithm splits divides by the world size."""
+    for dim in ("m", "n", "k"):
+        if getattr(cfg, dim) < 1:
+            raise InvalidConfig(dim, f"{dim.upper()} must be >= 1, got {getattr(cfg, dim)}")
+    dim = spec.ALGORITHMS[cfg.algorithm].family.unsplittable(cfg.m, cfg.n, cfg.k, world)
+    if dim is not None:
+        raise InvalidConfig(dim, f"{cfg.algorithm} splits {dim.upper()} over {world} ranks: must be a multiple of "
+                                 f"{world}, got {getattr(cfg, dim)}")
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and (x & (x - 1)) == 0
+
+
+def check_kernel(kc: KernelConfig, datatype: str) -> None:
+    """The GEMM config's own ranges."""
+    for name in ("BLK_M", "BLK_N", "BLK_K"):
+        v = getattr(kc, name)
+        if not _pow2(v) or not 16 <= v <= 512:
+            raise InvalidConfig(f"kernel.{name}", f"{name} must be a power of two in [16, 512], got {v}")
+    if not 1 <= kc.num_stages <= 8:
+        raise InvalidConfig("kernel.num_stages", f"num_stages must be in [1, 8], got {kc.num_stages}")
+    if kc.num_warps not in (1, 2, 4, 8, 16):
+        raise InvalidConfig("kernel.num_warps", f"num_warps must be one of 1, 2, 4, 8, 16, got {kc.num_warps}")
+    if kc.gsize_m < 1:
+        raise InvalidConfig("kernel.gsize_m", f"gsize_m must be >= 1, got {kc.gsize_m}")
+    if datatype == "int8" and kc.BLK_K < 32:
+        raise InvalidConfig("kernel.BLK_K", f"BLK_K must be >= 32 for int8 inputs (tl.dot's minimum K), got "
+                                            f"{kc.BLK_K}")
+
+
+def check_given(cfg: OverlapConfig) -> None:
+    """What can be checked of the fields given, before the planner fills the rest."""
+    if cfg.kernel is not None:
+        check_kernel(cfg.kernel, cfg.datatype)
+    if cfg.sk_rounds is not None and not 1 <= cfg.sk_rounds <= MAX_SK_ROUNDS:
+        raise InvalidConfig("sk_rounds", f"sk_rounds must be in 1..{MAX_SK_ROUNDS}, got {cfg.sk_rounds}")
+    for name in ("total_sms", "gemm_sms"):
+        v = getattr(cfg, name)
+        if v is not None and v < 1:
+            raise InvalidConfig(name, f"{name} must be >= 1, got {v}")
+
+
+def check(cfg: OverlapConfig, world: int, target: Target) -> None:
+    """Every refusal of a resolved config before anything is allocated or launched on `target`."""
+    check_names(cfg)
+    check_split(cfg, world)
+    check_given(cfg)
+    kc, total = cfg.kernel, cfg.total_sms
+    if kc is None or total is None or cfg.gemm_sms is None or cfg.comm_tile_m is None or cfg.comm_tile_n is None \
+            or cfg.sk_rounds is None or cfg.mode == AUTO:
+        raise InvalidConfig("mode", "the config is not resolved (OverlapConfig.resolve plans what is unset)")
+    for name, v, blk in (("comm_tile_m", cfg.comm_tile_m, kc.BLK_M), ("comm_tile_n", cfg.comm_tile_n, kc.BLK_N)):
+        if not _pow2(v) or v > blk:
+            raise InvalidConfig(name, f"{name} must be a power of two that divides the GEMM tile ({blk}), got {v}")
+    if not _pow2(cfg.comm_threads) or not 32 <= cfg.comm_threads <= 1024:
+        raise InvalidConfig("comm_threads", f"comm_threads must be a power of two in [32, 1024], got "
+                                            f"{cfg.comm_threads}")
+    if not 0 < cfg.timeout_s < float("inf"):
+        raise InvalidConfig("timeout_s", f"timeout_s must be a positive number of seconds, got {cfg.timeout_s}")
+    # All programs of a launch must be resident at once (they wait on each other).
+    if not 1 <= total <= target.max_programs:
+        raise InvalidConfig("total_sms", f"total_sms must be in [1, {target.max_programs}] (the device's SMs: every "
+                                         f"program must be resident, or waits could deadlock), got {total}")
+    from overlap.modes import MODE_STEPS
+
+    MODE_STEPS[cfg.mode].check(cfg, world, target)
+    # NVIDIA's software pipeline keeps num_stages A and B tiles in shared memory (AMD's keeps one stage there)
+    elem = spec.DATATYPES[cfg.datatype].bytes
+    smem = (kc.BLK_M * kc.BLK_K + kc.BLK_K * kc.BLK_N) * elem * kc.num_stages
+    if target.backend == "cuda" and target.shared_mem and smem > target.shared_mem:
+        raise InvalidConfig("kernel", f"tiles need ~{smem} B of shared memory per program, {target.name} has "
+                                      f"{target.shared_mem} B: use smaller blocks or fewer stages")
+    if target.interpreted and world > 1 and ALGORITHMS[cfg.algorithm].zeroes_c and cfg.datatype == "bf16":
+        raise InvalidConfig("datatype", f"{cfg.algorithm} adds bf16 tiles atomically, which Triton's CPU interpreter "
+                                        "cannot do: use fp32 or fp16 on the CPU (bf16 runs on GPUs)")
+    if kc.tma and not target.tma:
+        raise InvalidConfig("kernel.tma", f"tma needs an NVIDIA GPU of compute capability 9.0+ ({target.name} is "
+                                          f"not one)")

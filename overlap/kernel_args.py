@@ -1,0 +1,88 @@
+"""The argument groups of the overlap kernels (Triton tuples): each kernel takes the groups its algorithm and mode
+need, and None for the others.
+
+    Step / StepFlags      the step protocol (overlap.kernels): the control block, program counts; what this kernel's
+                          programs do at the step's start and end
+    Move / MoveFlags      what a communication program moves: the GEMM's tiles (SRC, READY) into DST
+    Gather / GatherFlags  all_gather_gemm: this rank's rows of A pushed into every rank's gathered A
+
+The *Flags groups are compile-time constants: `constexprs(...)` wraps their values in tl.constexpr, as Triton
+wants constexpr elements of a tuple argument passed. Inside a kernel they are read by field, never unpacked
+(`CTM: tl.constexpr = MOVE_FLAGS.CTM`): Triton 3.6 loses constexpr-ness in a tuple unpacking. A group holds no
+None (Triton 3.6 cannot type a None inside a tuple); a group a kernel does not need is passed as None.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, TypeVar
+
+import triton.language as tl
+
+
+class Step(NamedTuple):
+    CTRL: Any  # int32 control block on the heap (overlap.kernels: EPOCH, CLAIM, FINISHED, ZERO_COUNT, peers' words)
+    step_programs: int  # programs of every kernel of the step: the last of them to finish closes the step
+    gemm_programs: int  # programs of this kernel that compute (overlap_kernel)
+    comm_programs: int  # programs of this kernel that communicate
+
+
+class StepFlags(NamedTuple):
+    COMM: Any  # the kernel has communication programs (overlap_kernel: beside its GEMM programs)
+    PEER_SYNC: Any  # the step's last program waits for every peer's DONE word before the next epoch
+    GEMM_SYS: Any  # GEMM programs finish with a system-scope release (they wrote to peers or joined)
+    COMM_AFTER_GEMM: Any  # GEMM programs join the communication once their own tiles are done
+    GEMM_WAITS_ARRIVED: Any  # GEMM programs wait for every rank's arrival first (their epilogue writes peers)
+    WAITS_ARRIVED: Any  # communication programs wait for every rank's arrival before their first write
+    ANNOUNCE: Any  # the first communication (or GEMM) program announces this rank's arrival
+    ZERO_C: Any  # communication programs zero C as they start (atomic reductions); the last slice announces
+
+
+class Move(NamedTuple):
+    SRC: Any  # the GEMM's output tiles
+    stride_sm: int
+    stride_sn: int
+    DST: Any  # where they go (C, on the heap)
+    stride_dm: int
+    stride_dn: int
+    READY: Any  # int32 ready words: READY_SOURCES per tile
+    M: int
+    N: int
+    claim_rotate: int  # ticket t is tile (t + claim_rotate) % tiles: the order the GEMM completes them in
+    zero_programs: int  # with ZERO_C: the programs that zero a slice of C each
+    c_elems: int  # elements of C's storage (padded rows included) to zero
+
+
+class MoveFlags(NamedTuple):
+    READY_SYS: Any  # ready words are released at system scope (written by peers)
+    READY_SOURCES: Any  # ready words per tile (0: every tile taken as ready)
+    CTM: Any  # the sub-tile a communication step moves
+    CTN: Any
+    CLAIM_TILES: Any  # tiles are claimed with tickets (programs may join late), else taken statically
+
+
+class Gather(NamedTuple):
+    A_LOCAL: Any  # this rank's rows of A (M/W x K)
+    stride_lm: int
+    stride_lk: int
+    AG: Any  # the gathered A on the heap (M x K), rank-rotated (overlap.communication.all_gather)
+    stride_gm: int
+    stride_gk: int
+    A_READY: Any  # int32 row-ready words of AG: one per (slot, row block)
+    a_rows: int  # rows per rank (M / W)
+    K: int
+
+
+class GatherFlags(NamedTuple):
+    RM: Any  # rows and columns of one pushed block
+    KB: Any
+    IN_COMM: Any  # communication programs push A's rows
+    IN_GEMM: Any  # each GEMM program pushes its share of A's rows before computing (fused_sequential)
+    GEMM_WAITS: Any  # GEMM programs wait for the rows of a tile's row block before reading them
+
+
+T = TypeVar("T", StepFlags, MoveFlags, GatherFlags)
+
+
+def constexprs(group: type[T], **values: Any) -> T:
+    """A flags group with every value wrapped in tl.constexpr."""
+    return group(**{k: tl.constexpr(v) for k, v in values.items()})

@@ -1,0 +1,60 @@
+"""An op's launches listed without a device or peers: the op planned and bound for any target (spec.Target) and
+world size, its launches (kernel, grid, argument values, options) returned, nothing run. What a compile check for
+a GPU target that is not on this machine needs (overlap.aot).
+
+    launches = op_launches("all_reduce", "fused", 4864, 4096, 8256, "bf16", KNOWN_TARGETS["h200"], world_size=2)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from overlap.op import OverlapOp
+from spec import Target
+from stream_k.launch import BoundLaunch
+
+_HEAP_BASE = 1 << 40  # where the stand-in heaps of the ranks start (each 1 TiB apart), as addresses go
+
+
+class ListingHeap:
+    """Rank `rank` of a world of `world_size` with no peers: host memory for the op's buffers, heap bases that
+    only mean something to a kernel that is never run. It has what OverlapOp asks of an iris_ops.Iris heap."""
+
+    def __init__(self, world_size: int, rank: int = 0) -> None:
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank must be in [0, {world_size}); got {rank}")
+        self.world_size, self.rank = world_size, rank
+        self.free_bytes = 1 << 62
+
+    def get_rank(self) -> int:
+        return self.rank
+
+    def get_num_ranks(self) -> int:
+        return self.world_size
+
+    def get_device(self) -> torch.device:
+        return torch.device("cpu")
+
+    def get_heap_bases(self) -> torch.Tensor:
+        return torch.tensor([_HEAP_BASE * (r + 1) for r in range(self.world_size)], dtype=torch.int64)
+
+    def zeros(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.zeros(*shape, dtype=dtype)
+
+    def barrier(self) -> None:
+        return None
+
+
+def op_for(algorithm: str, mode: str, m: int, n: int, k: int, datatype: str, target: Target, *,
+           world_size: int = 2, rank: int = 0, **options: Any) -> OverlapOp:
+    """The op of rank `rank` in a world of `world_size`, planned and bound for `target` (not runnable here)."""
+    return OverlapOp.create(ListingHeap(world_size, rank), algorithm, m, n, k, datatype, mode, target=target,
+                            **options)
+
+
+def op_launches(algorithm: str, mode: str, m: int, n: int, k: int, datatype: str, target: Target, *,
+                world_size: int = 2, kind: str = "step", **options: Any) -> list[BoundLaunch]:
+    """The Triton launches of one step of `kind` (overlap.step.KINDS), in queue order."""
+    return op_for(algorithm, mode, m, n, k, datatype, target, world_size=world_size, **options).launches(kind)

@@ -1,0 +1,76 @@
+"""copy_engine: the GEMM on every SM; the copy engines move its finished rows (all_scatter's columns,
+gemm_reduce_scatter's partial rows to their owners) or A's rows (all_gather_gemm), waiting on the GEMM's tile
+counts per band of tile rows, with no SM spent (overlap.copy_steps). A step: ce_start (arrival), the GEMM and the
+copy schedule on the op's second stream, ce_finish (the step's close), then gemm_reduce_scatter's add of the
+received rows. From its third call a step replays from one CUDA graph. NVIDIA only.
+
+World 1: the GEMM kernel alone on every program.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+import spec
+from overlap.candidates import Candidate, Problem
+from overlap.modes.base import ModeSteps
+from overlap.rates import CE_BANDS, CE_FIXED_MS, CE_LOCAL_GBS, CE_OP_US, CE_PEER_GBS, LOCAL_GBS, sync_ms
+from overlap.step import Step
+
+if TYPE_CHECKING:
+    from overlap.config import OverlapConfig
+    from overlap.parts import Parts
+
+
+class CopyEngine(ModeSteps):
+    name = "copy_engine"
+    second_stream = True
+    copies = True
+
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+        T, alg = parts.cfg.total_sms, parts.alg
+        assert T is not None
+        gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a)
+        schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
+        step = Step("step", pre=[parts.ce_start()], main=[("gemm", [gemm])], side=schedule, side_name="copy",
+                    side_first=alg.gathers_a, pre_name="start", post_name="add")
+        if alg.copy_schedule == "reduce_rows":
+            step.post = [parts.reduce_rows_post()]
+        return step
+
+    def comm_alone(self, parts: Parts, a: torch.Tensor) -> Step:
+        """The copies and the protocol, nothing waited for."""
+        schedule = parts.copy_schedule(a, parts.ce_finish(1), wait=False)
+        return Step("comm_alone", pre=[parts.ce_start()], main=[("comm_alone", [schedule])], pre_name="start")
+
+    def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
+        from overlap.config import InvalidConfig
+
+        if cfg.gemm_sms != cfg.total_sms:
+            raise InvalidConfig("gemm_sms", f"{self.name} runs the GEMM on every SM: gemm_sms must equal total_sms "
+                                            f"({cfg.total_sms}), got {cfg.gemm_sms}")
+        if target.backend == "hip":
+            raise InvalidConfig("mode", f"{self.name} is NVIDIA-only for now (HIP's stream wait-value path is not "
+                                        "built)")
+
+    def gemm_sms_options(self, total: int, fixed: dict, world: int) -> list[int]:
+        return [fixed.get("gemm_sms", total)]
+
+    def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
+        remote, local = p.bytes_moved()
+        peer = CE_PEER_GBS * 1e6
+        ops = CE_OP_US / 1e3 * CE_BANDS * max(1, p.world_size - 1)
+        if p.spec.family.a == "rows":  # slot j of A arrives after the own copy and j peer shards
+            w = p.world_size
+            t = local / (CE_LOCAL_GBS * 1e6) / CE_BANDS  # the first chunk of the own rows
+            ready = local / (CE_LOCAL_GBS * 1e6)
+            for j in range(1, w):
+                avail = ready + j * remote / max(1, w - 1) / peer
+                t = max(t + g / w, avail)
+            return t + g / w + ops + CE_FIXED_MS + sync_ms(p)
+        # scatter / reduce_rows: bands follow the GEMM's rows; the last band's copy is not hidden
+        tail = remote / peer / CE_BANDS
+        add = 3 * local / (LOCAL_GBS * 1e6) if p.spec.family.output == "rows" else 0.0
+        return max(g, remote / peer) + tail + add + ops + CE_FIXED_MS + sync_ms(p)

@@ -1,0 +1,56 @@
+"""fused: one kernel; programs below gemm_sms compute GEMM tiles, the others move them as they finish
+(workgroup specialisation); GEMM programs done with their own tiles join them (gemm_joins_comm, GPU only).
+all_gather_gemm's communication programs push A's rows, which the GEMM programs wait for.
+
+World 1: the GEMM kernel alone on every program (the communication has no work, so its SMs compute too).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+import spec
+from overlap.candidates import Candidate, Problem
+from overlap.modes.base import ModeSteps
+from overlap.rates import FUSED_COMM_EFFICIENCY, STEP_US, comm_rate, local_ms, sync_ms
+from overlap.step import Step
+
+if TYPE_CHECKING:
+    from overlap.parts import Parts
+
+
+class Fused(ModeSteps):
+    name = "fused"
+
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+        from overlap.modes.two_streams import joins
+
+        T, G = parts.cfg.total_sms, parts.cfg.gemm_sms
+        assert T is not None and G is not None
+        join = joins(parts)
+        launch = parts.overlap(parts.gemm(G), a, b, comm_programs=T - G, join=join, claim=not parts.alg.gathers_a,
+                               step_programs=T, traced=traced)
+        return Step("step", main=[("fused", [launch])])
+
+    def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
+        return overlapped_cost(p, c, g, fused=True)
+
+
+def overlapped_cost(p: Problem, c: Candidate, g: float, fused: bool) -> float:
+    """fused / two_streams: communication programs follow the GEMM's tiles; GEMM programs join when done."""
+    remote, _ = p.bytes_moved()
+    T, G = c.total_sms, c.gemm_sms
+    eff = FUSED_COMM_EFFICIENCY.get(p.algorithm, 1.0) if fused else 1.0
+    extra = 0.0 if fused else STEP_US["two_streams"] / 1e3
+    base = local_ms(p) + sync_ms(p) + extra
+    if p.spec.family.a == "rows":  # the other way round: the GEMM waits for the rows the programs push
+        return max(g, remote / comm_rate(p, T - G, eff)) + g / p.world_size + base
+    plan = c.gemm.plan
+    tiles = plan.num_tiles
+    first = g / max(1.0, tiles / G)  # the first wave of tiles is ready
+    during = comm_rate(p, T - G, eff) * max(0.0, g - first)
+    rest = max(0.0, remote - during) / comm_rate(p, T, eff)
+    tail = plan.final_tiles() * (remote / max(1, tiles)) / comm_rate(p, T, eff)
+    return g + rest + tail + base

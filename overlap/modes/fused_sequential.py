@@ -1,0 +1,68 @@
+"""fused_sequential: one kernel on every program; each GEMM program moves its own finished tiles from its
+epilogue (remote stores or atomic adds into every rank's C), spending no SMs on communication. one_shot
+publishes its partial from the epilogue, then its GEMM programs reduce tiles once their GEMM work is done;
+all_gather_gemm's GEMM programs push their share of A's rows first, then compute. Atomic reductions zero C
+first (one small kernel that also announces the arrival). In the interpreter, whose programs run one after
+another, the second phase (one_shot's reduce, all_gather_gemm's push) is a second launch.
+
+World 1: the GEMM kernel alone on every program.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+import spec
+from overlap.algorithms import ALGORITHMS
+from overlap.candidates import Candidate, Problem
+from overlap.modes.base import ModeSteps
+from overlap.rates import EPILOGUE_GBS, LINK_GBS, STEP_US, comm_rate, local_ms, sync_ms
+from overlap.step import Step
+
+if TYPE_CHECKING:
+    from overlap.parts import Parts
+
+
+class FusedSequential(ModeSteps):
+    name = "fused_sequential"
+    pushes = True
+
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+        T, alg, interpreted = parts.cfg.total_sms, parts.alg, parts.target.interpreted
+        assert T is not None
+        gemm = parts.gemm(T)
+        step = Step("step")
+        if alg.gathers_a:
+            if not interpreted:  # each GEMM program pushes its share of A's rows, then computes
+                step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=T, traced=traced, push=True,
+                                                      gemm_gathers=True)])]
+            else:  # a program would wait on rows a later program pushes: the push first, a launch of its own
+                step.main = [("fused", [parts.comm(T, claim=False, step_programs=2 * T, traced=traced, a=a),
+                                        parts.overlap(gemm, a, b, step_programs=2 * T, traced=traced, push=True)])]
+            return step
+        if alg.zeroes_c:
+            step.pre = [parts.zero_and_announce()]
+        if alg.push_epilogue is not None:  # the epilogue moves every tile
+            step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=T, traced=traced, push=True)])]
+        elif not interpreted:  # one_shot: publish from the epilogue, then reduce after the GEMM work
+            step.main = [("fused", [parts.overlap(gemm, a, b, join=True, claim=True, step_programs=T,
+                                                  traced=traced, push=True)])]
+        else:  # a program would wait on a tile of a later one: the reduce phase is a second launch
+            step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=2 * T, traced=traced, push=True),
+                                    parts.comm(T, claim=True, step_programs=2 * T, traced=traced)])]
+        return step
+
+    def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
+        remote, local = p.bytes_moved()
+        T = c.total_sms
+        if p.algorithm not in EPILOGUE_GBS:  # publish from the epilogue, move after the GEMM work
+            return g + remote / comm_rate(p, T) + local_ms(p) + sync_ms(p)
+        # each program pushes its own tiles (atomic reductions: into every rank's C, its own included) between tiles
+        tiles = c.gemm.plan.num_tiles
+        zeroes = ALGORITHMS[p.algorithm].zeroes_c
+        per_tile = remote / max(1, tiles) + (local / max(1, tiles) if zeroes else 0.0)
+        stall = -(-tiles // T) * per_tile / (EPILOGUE_GBS[p.algorithm] * 1e6)
+        zero = local_ms(p) + STEP_US["launch"] / 1e3 if zeroes else 0.0
+        return max(g + stall, remote / (LINK_GBS[p.algorithm] * 1e6)) + zero + sync_ms(p)

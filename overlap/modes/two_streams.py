@@ -1,0 +1,48 @@
+"""two_streams: the GEMM kernel on gemm_sms programs and the communication kernel on the others, on two streams
+(the communication on the op's second stream, forked from and joined back to the current one). GEMM programs
+done with their own tiles join the communication (gemm_joins_comm, GPU only). all_gather_gemm's communication
+pushes A's rows, which the GEMM waits for. From its third call a step replays from one CUDA graph.
+
+World 1: the GEMM kernel alone on every program (the communication has no work, so its SMs compute too).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+import spec
+from overlap.candidates import Candidate, Problem
+from overlap.modes.base import ModeSteps
+from overlap.modes.fused import overlapped_cost
+from overlap.step import Step
+
+if TYPE_CHECKING:
+    from overlap.parts import Parts
+
+
+def joins(parts: Parts) -> bool:
+    """GEMM programs join the communication once done with their tiles: on a GPU only (in the interpreter,
+    programs run one after another, so an early program would wait on a later one's tile), and not where the
+    communication moves A's rows."""
+    return parts.cfg.gemm_joins_comm and not parts.target.interpreted and not parts.alg.gathers_a
+
+
+class TwoStreams(ModeSteps):
+    name = "two_streams"
+    second_stream = True
+
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+        T, G = parts.cfg.total_sms, parts.cfg.gemm_sms
+        assert T is not None and G is not None
+        gathers = parts.alg.gathers_a
+        join = joins(parts)
+        gemm = parts.overlap(parts.gemm(G), a, b, join=join, claim=join, step_programs=T, traced=traced)
+        comm = parts.comm(T - G, claim=not gathers, step_programs=T, traced=traced, a=a)
+        # all_gather_gemm: the GEMM waits on the rows the communication pushes, so it goes first wherever
+        # launches run in order (the interpreter, the preload)
+        return Step("step", main=[("gemm", [gemm])], side=comm, side_first=gathers)
+
+    def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
+        return overlapped_cost(p, c, g, fused=False)

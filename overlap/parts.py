@@ -1,0 +1,219 @@
+"""The launches a step is made of, bound to one op's buffers, GEMMs and heap: the mode classes (overlap.modes)
+put them together. Every launch is a stream_k.launch.BoundLaunch (kernel, grid, argument values, options), so
+a step's launches can be listed, and compiled for another target, without running them.
+
+    alone        world 1: the stand-alone GEMM kernel writing C itself (nothing to communicate)
+    overlap      overlap_kernel: GEMM programs, then communication programs (or none)
+    comm         comm_kernel: communication programs alone
+    announce / zero_and_announce / ce_start / ce_finish     the step protocol's small kernels
+    copy_schedule, compaction, reduce_rows_post             copy_engine's schedule; host-queued device copies
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+import spec
+from overlap.algorithms import Algorithm
+from overlap.buffers import OpBuffers
+from overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
+from overlap.config import OverlapConfig
+from overlap.copy_steps import reduce_rows_post, schedule_ops
+from overlap.kernel_args import Gather, GatherFlags, Move, MoveFlags, Step, StepFlags, constexprs
+from overlap.kernels import (
+    announce_kernel,
+    ce_finish_kernel,
+    ce_start_kernel,
+    comm_kernel,
+    overlap_kernel,
+    zero_and_announce_kernel,
+)
+from spec import Target
+from stream_k import StreamKGemm, streamk_gemm_kernel
+from stream_k.launch import BoundLaunch
+from stream_k.select import GemmChoice, choose_gemm
+
+
+class Parts:
+    """One op's launch builders (see the module docstring)."""
+
+    def __init__(self, cfg: OverlapConfig, alg: Algorithm, bufs: OpBuffers, target: Target, rank: int, world: int,
+                 heap_bases: torch.Tensor, device: torch.device) -> None:
+        assert cfg.kernel is not None and cfg.total_sms is not None and cfg.gemm_sms is not None
+        self.cfg, self.alg, self.bufs, self.target = cfg, alg, bufs, target
+        self.rank, self.world, self.heap_bases, self.device = rank, world, heap_bases, device
+        self.main_programs = spec.MODES[cfg.mode].gemm_programs(cfg.total_sms, cfg.gemm_sms, world)
+        self._gemms: dict[int, StreamKGemm] = {}
+        self._engine: Any = None
+
+    # ---- the GEMM ----------------------------------------------------------------------------------------
+    def choice(self, programs: int) -> GemmChoice:
+        """stream_k.select's GEMM for this rank's problem on `programs` programs, with the config's choices."""
+        cfg, kc = self.cfg, self.cfg.kernel
+        m, n, k = self.alg.family.gemm_shape(cfg.m, cfg.n, cfg.k, self.world)
+        fixed = {"config": kc, "schedule": cfg.schedule, "two_tiles": cfg.two_tiles, "sk_rounds": cfg.sk_rounds,
+                 "sk_first": cfg.sk_first}
+        return choose_gemm(m, n, k, cfg.datatype, programs, self.target.arch, sms=self.target.sms, fixed=fixed)
+
+    def gemm(self, programs: int) -> StreamKGemm:
+        """The GEMM on `programs` programs (one workspace per program count)."""
+        if programs not in self._gemms:
+            choice = self.choice(programs)
+            self._gemms[programs] = StreamKGemm(choice.plan, self.cfg.datatype, choice.config, device=self.device,
+                                                timeout_s=self.cfg.timeout_s)
+        return self._gemms[programs]
+
+    def gemms(self) -> list[StreamKGemm]:
+        return list(self._gemms.values())
+
+    def alone(self, programs: int, a: torch.Tensor, b: torch.Tensor, traced: bool = False) -> BoundLaunch:
+        """World 1: the stand-alone GEMM kernel, A and B read where they are, C written by its epilogue, the
+        epoch counted on the device (as StreamKGemm's own launches): nothing else."""
+        gemm = self.gemm(programs)
+        args = gemm.launch_args(a, b, self.bufs.c, gemm_trace=self.bufs.traces()[0] if traced else None)
+        return BoundLaunch(streamk_gemm_kernel, gemm.plan.num_programs, {**args, "LAUNCHES": gemm.launches},
+                           gemm.launch_options())
+
+    # ---- the overlap and communication kernels -----------------------------------------------------------
+    def _step(self, step_programs: int, gemm_programs: int, comm_programs: int) -> Step:
+        return Step(self.bufs.ctrl, step_programs, gemm_programs, comm_programs)
+
+    def _move(self, gemm: StreamKGemm, programs: int, claim: bool, wait_ready: bool
+              ) -> tuple[Move | None, MoveFlags | None]:
+        """What `programs` communication programs move after `gemm` (None for all_gather_gemm, which moves A's
+        rows). With atomic reductions they zero C first, a slice each (one slice in the interpreter)."""
+        alg, cfg, bufs = self.alg, self.cfg, self.bufs
+        if alg.tile_fn is None:
+            return None, None
+        src = bufs.gemm_out
+        dst = bufs.gemm_out if alg.family.b == "cols" else bufs.c
+        zero = 0 if not alg.zeroes_c or programs == 0 else (1 if self.target.interpreted else programs)
+        if alg.zeroes_c and bufs.heap_c.numel() >= 2**31:
+            raise ValueError("in-kernel zeroing needs a C of fewer than 2**31 elements (padded rows included)")
+        move = Move(src, src.stride(0), src.stride(1), dst, dst.stride(0), dst.stride(1), bufs.ready, cfg.m,
+                    src.shape[1], gemm.plan.dp_tiles if cfg.sk_first else 0, zero, bufs.heap_c.numel())
+        flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
+                           READY_SOURCES=alg.ready_sources(self.world) if wait_ready else 0,
+                           CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim)
+        return move, flags
+
+    def _gather(self, a: torch.Tensor, *, in_comm: bool, in_gemm: bool, gemm_waits: bool
+                ) -> tuple[Gather | None, GatherFlags | None]:
+        bufs, cfg = self.bufs, self.cfg
+        if not self.alg.gathers_a:
+            return None, None
+        assert bufs.ag is not None and bufs.a_ready is not None and cfg.kernel is not None
+        gather = Gather(a, a.stride(0), a.stride(1), bufs.ag, bufs.ag.stride(0), bufs.ag.stride(1), bufs.a_ready,
+                        max(1, a.shape[0]), cfg.k)
+        flags = constexprs(GatherFlags, RM=min(cfg.kernel.BLK_M, 32), KB=min(cfg.comm_tile_n or 64, 128),
+                           IN_COMM=in_comm, IN_GEMM=in_gemm, GEMM_WAITS=gemm_waits)
+        return gather, flags
+
+    def overlap(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, step_programs: int,
+                comm_programs: int = 0, join: bool = False, claim: bool = False, peer_sync: bool = True,
+                traced: bool = False, wait_a: bool = True, push: bool = False, gemm_gathers: bool = False,
+                counts: bool = False) -> BoundLaunch:
+        """The overlap kernel: `gemm`'s programs, then `comm_programs` communication programs; with `join` the GEMM
+        programs move tiles too once their GEMM work is done; with `push` (fused_sequential) the GEMM's epilogue
+        moves each tile itself (and `gemm_gathers`: each GEMM program pushes its share of A's rows first); with
+        `counts` (copy_engine) the epilogue counts finished tiles per band of tile rows instead of flagging each."""
+        alg, seq, bufs = self.alg, push, self.bufs
+        epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
+        if counts:
+            epilogue = store_and_count
+        gemm_a = bufs.ag if alg.gathers_a else a  # all_gather_gemm multiplies the gathered A
+        args = gemm.launch_args(gemm_a, b, bufs.gemm_out, tile_flags=bufs.counts if counts else bufs.ready,
+                                gemm_trace=bufs.traces()[0] if traced else None, epilogue=epilogue,
+                                heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world)
+        if seq and alg.zeroes_c:  # fused_sequential all_reduce / gemm_reduce_scatter: the epilogue adds into C
+            args.update(C=bufs.c, stride_cm=bufs.c.stride(0), stride_cn=bufs.c.stride(1))
+        del args["epoch"]  # the kernel reads the step's epoch from CTRL
+        args["ERRORS"] = bufs.errors  # one error word for every kernel of the step
+        comm = comm_programs > 0
+        move, move_flags = self._move(gemm, comm_programs, claim, True) if (comm or join) else (None, None)
+        gather, gather_flags = self._gather(a, in_comm=comm, in_gemm=gemm_gathers,
+                                            gemm_waits=alg.gathers_a and wait_a)
+        writes_peers_first = seq and alg.writes_peers and not comm and (gemm_gathers or not alg.gathers_a)
+        flags = constexprs(
+            StepFlags, COMM=comm, PEER_SYNC=peer_sync,
+            GEMM_SYS=join or alg.gemm_writes_peers(seq, self.world),
+            COMM_AFTER_GEMM=join, GEMM_WAITS_ARRIVED=writes_peers_first,
+            WAITS_ARRIVED=alg.writes_peers and (comm or join),
+            ANNOUNCE=alg.writes_peers and not alg.zeroes_c, ZERO_C=alg.zeroes_c and comm)
+        args.update(STEP=self._step(step_programs, gemm.plan.num_programs, comm_programs), STEP_FLAGS=flags,
+                    MOVE=move, MOVE_FLAGS=move_flags, TILE_FN=alg.tile_fn if move is not None else None,
+                    COMM_TRACE=bufs.traces()[1] if traced else None, GATHER=gather, GATHER_FLAGS=gather_flags)
+        return BoundLaunch(overlap_kernel, gemm.plan.num_programs + comm_programs, args, gemm.launch_options())
+
+    def comm(self, programs: int, *, claim: bool, step_programs: int, traced: bool = False, wait_ready: bool = True,
+             a: torch.Tensor | None = None) -> BoundLaunch:
+        """The communication kernel on `programs` programs (wait_ready=False: every tile taken as ready)."""
+        alg, bufs = self.alg, self.bufs
+        g = self.gemm(self.main_programs)
+        move, move_flags = self._move(g, programs, claim, wait_ready)
+        gather, gather_flags = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False,
+                                            gemm_waits=False)
+        flags = constexprs(StepFlags, COMM=True, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False,
+                           GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=alg.writes_peers,
+                           ANNOUNCE=alg.writes_peers and not alg.zeroes_c, ZERO_C=alg.zeroes_c)
+        args = {"heap_bases": self.heap_bases, "cur_rank": self.rank, "world_size": self.world,
+                "ERRORS": bufs.errors, "CLOCK": g.clock, "max_spins": g.max_spins, "TIMER": g.timer_kind,
+                "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m,
+                "STEP": self._step(step_programs, 0, programs), "STEP_FLAGS": flags, "MOVE": move,
+                "MOVE_FLAGS": move_flags, "TILE_FN": alg.tile_fn if move is not None else None,
+                "COMM_TRACE": bufs.traces()[1] if traced else None, "GATHER": gather, "GATHER_FLAGS": gather_flags}
+        return BoundLaunch(comm_kernel, programs, args, {"num_warps": max(1, self.cfg.comm_threads // 32)})
+
+    # ---- the protocol's small kernels ---------------------------------------------------------------------
+    def _peers(self) -> dict[str, Any]:
+        return {"CTRL": self.bufs.ctrl, "heap_bases": self.heap_bases, "cur_rank": self.rank,
+                "world_size": self.world}
+
+    def announce(self) -> BoundLaunch:
+        return BoundLaunch(announce_kernel, 1, self._peers(), {"num_warps": 1})
+
+    def zero_and_announce(self) -> BoundLaunch:
+        """Zero C and announce arrival (fused_sequential's atomic reductions, before the GEMM adds into C)."""
+        c = self.bufs.heap_c
+        if c.numel() >= 2**31:
+            raise ValueError("in-kernel zeroing needs a C of fewer than 2**31 elements (padded rows included)")
+        programs = 1 if self.target.interpreted else self.cfg.total_sms
+        assert programs is not None
+        return BoundLaunch(zero_and_announce_kernel, programs, {"C": c, "n_elems": c.numel(), **self._peers()},
+                           {"num_warps": 4})
+
+    def ce_start(self) -> BoundLaunch:
+        fill, g = self.bufs.fill, self.gemm(self.main_programs)
+        return BoundLaunch(ce_start_kernel, 1, {
+            **self._peers(), "FILL": fill, "n_fill": fill.numel() if fill is not None else 0,
+            "max_spins": g.max_spins, "ERRORS": self.bufs.errors, "FILL_BLOCK": 128}, {"num_warps": 1})
+
+    def ce_finish(self, step_programs: int) -> BoundLaunch:
+        g = self.gemm(self.main_programs)
+        return BoundLaunch(ce_finish_kernel, 1, {**self._peers(), "step_programs": step_programs,
+                                                 "max_spins": g.max_spins, "ERRORS": self.bufs.errors},
+                           {"num_warps": 1})
+
+    # ---- copy engines and host-queued copies ---------------------------------------------------------------
+    def copy_schedule(self, a: torch.Tensor, finish: BoundLaunch, wait: bool = True) -> CopySchedule:
+        assert self.alg.copy_schedule is not None and self.cfg.kernel is not None
+        if self._engine is None:
+            self._engine = make_engine(self.device.type == "cuda", self.cfg.timeout_s)
+        ops = schedule_ops(self.alg.copy_schedule, self.bufs, a, self.heap_bases.tolist(), self.rank, self.world,
+                           self.cfg.kernel.BLK_M, finish, wait)
+        return CopySchedule(ops, self._engine)
+
+    def compaction(self) -> Callable[[], Any]:
+        """all_scatter's wide C: each rank's padded column block of the heap buffer -> the contiguous C."""
+        bufs, m, w = self.bufs, self.cfg.m, self.world
+        n = bufs.gemm_out.shape[1]
+        src, dst = bufs.heap_c.view(m, w, -1)[:, :, :n], bufs.c.view(m, w, n)
+        return lambda: dst.copy_(src)
+
+    def reduce_rows_post(self) -> Callable[[], None]:
+        assert self.bufs.partial is not None and self.bufs.recv is not None
+        return reduce_rows_post(self.bufs.c, self.bufs.partial, self.bufs.recv, self.rank, self.world)
+

@@ -1,0 +1,49 @@
+"""The problem spec: what every layer agrees on, in one place and without torch or Triton.
+
+    datatypes   the datatype names, their element sizes and C's datatype
+    modes       the overlap modes (how GEMM and communication share the device) and "auto"
+    schedules   the GEMM's Stream-K schedules
+    sharding    how C = A @ B is cut over the ranks (a family: the split, each rank's shards, its output,
+                the bytes a step moves) and the algorithms of this project, each in one family
+    baselines   the vendor / torch baselines of reference/, each in one family: a family's baselines are the
+                equal-output peers of its algorithms
+    target      the device a problem is planned and built for (detected, or named, e.g. an MI300X)
+
+Everything else (the op, its planner, the benchmark's flags, fixture and log, the sweep, the grid table, the
+plots, the reference baselines) reads these records instead of restating them.
+"""
+
+from spec.baselines import BASELINES, Baseline, baseline, peers, vendor_pair
+from spec.datatypes import DATATYPES, DataType, datatype
+from spec.modes import AUTO, MODES, Mode, mode
+from spec.schedules import SCHEDULE_CHOICES, SCHEDULES
+from spec.sharding import ALGORITHMS, FAMILIES, Algorithm, Family, algorithm, family
+from spec.target import INTERPRETER, KNOWN_TARGETS, Target, known_target, target_from_properties
+
+__all__ = [
+    "ALGORITHMS",
+    "AUTO",
+    "BASELINES",
+    "DATATYPES",
+    "FAMILIES",
+    "INTERPRETER",
+    "KNOWN_TARGETS",
+    "MODES",
+    "SCHEDULES",
+    "SCHEDULE_CHOICES",
+    "Algorithm",
+    "Baseline",
+    "DataType",
+    "Family",
+    "Mode",
+    "Target",
+    "algorithm",
+    "baseline",
+    "datatype",
+    "family",
+    "known_target",
+    "mode",
+    "peers",
+    "target_from_properties",
+    "vendor_pair",
+]

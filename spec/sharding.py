@@ -1,0 +1,165 @@
+"""How C = A @ B (A: M x K activations, B: K x N weights) is cut over W ranks, and the algorithms of this project.
+
+A *family* is one way to shard the product, named by what each rank ends with; every run of one family (ours and
+the baselines in spec.baselines) ends with the same output, so they are compared with each other only:
+
+    family   A per rank            B per rank            C per rank                     a step moves
+    reduce   M x K/W (columns)     K/W x N (rows)        M x N, the whole sum           each rank's M x N partial
+    gather   M x K (whole)         K x N/W (columns)     M x N, the whole product       each rank's M x N/W block
+    ag_gemm  M/W x K (rows)        K x N/W (columns)     M x N/W, its columns           A's rows (gathered)
+    gemm_rs  M x K/W (columns)     K/W x N (rows)        M/W x N, its rows of the sum   the partials' rows
+    gemm     M x K                 K x N                 M x N (one GPU each)           nothing
+
+Rank r's shards are the r-th slices along the split dimensions (`a_slice`, `b_slice`, `c_slice`); each split
+dimension must be a multiple of W (`split_dims`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Slice = tuple[tuple[int, int], tuple[int, int]]  # ((row start, row stop), (column start, column stop))
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    a: str  # A on each rank: "whole", "cols" (its K/W columns), "rows" (its M/W rows)
+    b: str  # B on each rank: "whole", "rows" (its K/W rows), "cols" (its N/W columns)
+    output: str  # C on each rank: "full" (M x N), "cols" (M x N/W), "rows" (M/W x N)
+    moves: str  # what a step moves: "partial", "block", "a_rows", "nothing"
+    text: str  # what each rank ends with, for people
+
+    # ---- which dimensions are split ---------------------------------------------------------------------
+    def split_dims(self) -> tuple[str, ...]:
+        """The dimensions ("m", "n", "k") that are cut into W equal parts: each must be a multiple of W."""
+        dims = []
+        if self.a == "rows" or self.output == "rows":
+            dims.append("m")
+        if self.b == "cols" or self.output == "cols":
+            dims.append("n")
+        if self.a == "cols":
+            dims.append("k")
+        return tuple(dims)
+
+    def unsplittable(self, m: int, n: int, k: int, world: int) -> str | None:
+        """The first split dimension ("m", "n" or "k") that `world` does not divide; None if every one divides."""
+        return next((d for d in self.split_dims() if {"m": m, "n": n, "k": k}[d] % world), None)
+
+    # ---- each rank's shapes -----------------------------------------------------------------------------
+    def a_shape(self, m: int, k: int, world: int) -> tuple[int, int]:
+        return {"whole": (m, k), "cols": (m, k // world), "rows": (m // world, k)}[self.a]
+
+    def b_shape(self, k: int, n: int, world: int) -> tuple[int, int]:
+        return {"whole": (k, n), "rows": (k // world, n), "cols": (k, n // world)}[self.b]
+
+    def gemm_shape(self, m: int, n: int, k: int, world: int) -> tuple[int, int, int]:
+        """(M, N, K) of each rank's GEMM: A's rows are gathered first where A is row-sharded."""
+        return m, self.b_shape(k, n, world)[1], self.b_shape(k, n, world)[0]
+
+    def c_shape(self, m: int, n: int, world: int) -> tuple[int, int]:
+        return {"full": (m, n), "cols": (m, n // world), "rows": (m // world, n)}[self.output]
+
+    # ---- each rank's slices -----------------------------------------------------------------------------
+    def a_slice(self, rank: int, m: int, k: int, world: int) -> Slice:
+        """Rank `rank`'s part of the whole A."""
+        rows, cols = self.a_shape(m, k, world)
+        if self.a == "rows":
+            return (rank * rows, (rank + 1) * rows), (0, k)
+        if self.a == "cols":
+            return (0, m), (rank * cols, (rank + 1) * cols)
+        return (0, m), (0, k)
+
+    def b_slice(self, rank: int, k: int, n: int, world: int) -> Slice:
+        """Rank `rank`'s part of the whole B."""
+        rows, cols = self.b_shape(k, n, world)
+        if self.b == "rows":
+            return (rank * rows, (rank + 1) * rows), (0, n)
+        if self.b == "cols":
+            return (0, k), (rank * cols, (rank + 1) * cols)
+        return (0, k), (0, n)
+
+    def c_slice(self, rank: int, m: int, n: int, world: int) -> Slice:
+        """The part of the whole product A @ B that rank `rank`'s C holds."""
+        rows, cols = self.c_shape(m, n, world)
+        if self.output == "rows":
+            return (rank * rows, (rank + 1) * rows), (0, n)
+        if self.output == "cols":
+            return (0, m), (rank * cols, (rank + 1) * cols)
+        return (0, m), (0, n)
+
+    # ---- bytes ------------------------------------------------------------------------------------------
+    def payload_bytes(self, m: int, n: int, k: int, world: int, in_bytes: int, out_bytes: int) -> int:
+        """The object each rank contributes to the collective: its partial, its block of C, or its rows of A."""
+        if self.moves == "a_rows":
+            return (m // world) * k * in_bytes
+        if self.moves == "block":
+            return m * (n // world) * out_bytes
+        if self.moves == "partial":
+            return m * n * out_bytes
+        return 0
+
+    def bytes_moved(self, m: int, n: int, k: int, world: int, in_bytes: int, out_bytes: int
+                    ) -> tuple[float, float]:
+        """(bytes this rank moves to or from its peers, bytes it moves locally) in one step."""
+        w = world
+        payload = self.payload_bytes(m, n, k, w, in_bytes, out_bytes)
+        if self.moves in ("a_rows",):  # its rows to every peer, and into its own gathered A
+            return (w - 1) * payload, payload
+        if self.moves == "block":  # its block to every peer
+            return (w - 1) * payload, 0.0
+        if self.moves == "partial" and self.output == "rows":  # each peer's rows of the partial, to that peer
+            return (w - 1) * payload / w, payload / w
+        if self.moves == "partial":  # every rank's partial reaches every rank (its own added locally)
+            return (w - 1) * payload, payload
+        return 0.0, 0.0
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("reduce", "cols", "rows", "full", "partial", "the whole C (M x N) on every rank"),
+    Family("gather", "whole", "cols", "full", "block", "the whole C (M x N) on every rank"),
+    Family("ag_gemm", "rows", "cols", "cols", "a_rows", "C[:, the rank's N/W columns] (M x N/W)"),
+    Family("gemm_rs", "cols", "rows", "rows", "partial", "the rank's M/W rows of the summed C (M/W x N)"),
+    Family("gemm", "whole", "whole", "full", "nothing", "the whole C (M x N), each rank its own product"),
+)}
+
+
+def family(name: str) -> Family:
+    if name not in FAMILIES:
+        raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {name!r}")
+    return FAMILIES[name]
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One algorithm of this project: its family (sharding and output) and the modes built for it."""
+
+    name: str
+    family: Family
+    modes: tuple[str, ...]
+    text: str
+
+    def has_mode(self, mode: str) -> bool:
+        return mode in self.modes
+
+
+_STREAMING = ("bulk_sync", "two_streams", "fused", "fused_sequential")
+ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
+    Algorithm("all_reduce", FAMILIES["reduce"], _STREAMING,
+              "each finished tile of the rank's partial is added atomically into every rank's C"),
+    Algorithm("all_scatter", FAMILIES["gather"], (*_STREAMING, "copy_engine"),
+              "each finished tile of the rank's columns is stored into every rank's C"),
+    Algorithm("one_shot", FAMILIES["reduce"], _STREAMING,
+              "each rank publishes its partial; a tile is summed from every rank's partial once all have it"),
+    Algorithm("all_gather_gemm", FAMILIES["ag_gemm"], (*_STREAMING, "copy_engine"),
+              "A's row shards are pushed to every rank while the GEMM multiplies the rows that have arrived"),
+    Algorithm("gemm_reduce_scatter", FAMILIES["gemm_rs"], (*_STREAMING, "copy_engine"),
+              "each finished tile of the rank's partial is added atomically into the rows' owner's C"),
+)}
+
+
+def algorithm(name: str) -> Algorithm:
+    """The record of an algorithm name; ValueError naming the valid ones."""
+    if name not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {name!r}")
+    return ALGORITHMS[name]
