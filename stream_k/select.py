@@ -32,6 +32,11 @@ GEMM_TFLOPS = {
 # programs, about (programs / SMs) ** 0.35.
 SM_SCALING = 0.35
 LAUNCH_US = 4.0  # a launch's fixed cost on the device
+# shape_tile: the least share of a wave that 128 x 256 tiles must fill to be chosen over 128 x 128 (M > 256).
+# Measured on one H200 (logs/h200x1/gemm-candidates/5-00212ae.csv, both tiles on every M > 256 shape of the tp
+# suite): wide won at 96 and more tiles on 132 SMs (1000x3000, 512x8192, 1024x5120...), narrow at 80 and fewer
+# (512x5120, 2048x1280, 1024x1280, 512x1280).
+WIDE_TILE_FILL = 0.66
 # Device-memory bandwidth a memory-bound GEMM reaches (TB/s): ~3.3 on one H200 at M = 64 (cuBLAS and ours, with
 # a plain read at 4.1-4.2 and the datasheet's 4.8).
 GEMM_TB_S = {"sm90": 3.3, "other": 1.5}
@@ -76,7 +81,8 @@ def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> Kern
     small M makes the GEMM a stream of B, read once, by tiles as tall as M and narrow enough to give every SM
     work: M <= 64 -> 64 x 64 x 128 (6 stages, 4 warps), M <= 128 -> 64 x 128 x 128 (4 stages), M <= 256 ->
     128 x 128 x 64 (4 stages, 8 warps); a larger M -> 128 x 256 x 64 (3 stages, 8 warps), or 128 x 128 when the
-    128 x 256 tiles would not fill one wave of programs."""
+    128 x 256 tiles would fill less than WIDE_TILE_FILL of one wave of programs (the wide tile's faster MAC loop
+    pays for the SMs it leaves idle down to about that fill: 96 tiles on 132 SMs ran faster wide, 80 narrow)."""
     base = default_config(dtype, arch)
     if arch_family(arch) != "sm90" or dtype not in ("bf16", "fp16"):
         return base
@@ -85,7 +91,7 @@ def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> Kern
     if M <= 128:
         return base.replace(BLK_M=64, BLK_N=128, BLK_K=128, num_stages=4, num_warps=4)
     wide_tiles = -(-M // 128) * -(-N // 256)
-    if M <= 256 or wide_tiles < num_programs:
+    if M <= 256 or wide_tiles < WIDE_TILE_FILL * num_programs:
         return base.replace(BLK_M=128, BLK_N=128, BLK_K=64, num_stages=4, num_warps=8)
     return base.replace(BLK_M=128, BLK_N=256, BLK_K=64, num_stages=3, num_warps=8)
 
