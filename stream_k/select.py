@@ -74,6 +74,16 @@ def default_tma(arch: str, dtype: str) -> bool:
     return arch_family(arch) == "sm90" and dtype in ("bf16", "fp16")
 
 
+# The sm_90 bf16 / fp16 tiles, smallest first: (BLK_M, BLK_N, BLK_K, stages, warps).
+SM90_TILES = ((64, 64, 128, 6, 4), (64, 128, 128, 4, 4), (128, 128, 64, 4, 8), (128, 256, 64, 3, 8))
+# shape_tile steps down to the next smaller tile while a tile has fewer tiles than this share of the programs: a
+# Stream-K tile split over more than about two programs costs more in its fix-up (the last piece sums every other
+# piece's partial) than the larger tile's faster MAC loop gains. Measured on one H200 (gemm-candidates 4 and 5):
+# 128x1280 64x64 0.88x cuBLAS vs 64x128 0.80x; 256x1280 64x64 0.71x, 64x128 0.69x vs 128x128 0.65x; 512x1280
+# 64x128 0.71x vs 128x128 0.68x; and 80 tiles or more kept their tile (1024x1280, 128x5120, 256x5120).
+SPLIT_TILE_FILL = 0.5
+
+
 def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> KernelConfig:
     """The tile for an M x N output on `arch` (stream_k.configs' default where no measured rule applies).
 
@@ -82,18 +92,29 @@ def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> Kern
     work: M <= 64 -> 64 x 64 x 128 (6 stages, 4 warps), M <= 128 -> 64 x 128 x 128 (4 stages), M <= 256 ->
     128 x 128 x 64 (4 stages, 8 warps); a larger M -> 128 x 256 x 64 (3 stages, 8 warps), or 128 x 128 when the
     128 x 256 tiles would fill less than WIDE_TILE_FILL of one wave of programs (the wide tile's faster MAC loop
-    pays for the SMs it leaves idle down to about that fill: 96 tiles on 132 SMs ran faster wide, 80 narrow)."""
+    pays for the SMs it leaves idle down to about that fill: 96 tiles on 132 SMs ran faster wide, 80 narrow).
+    Then, while the output has fewer than SPLIT_TILE_FILL * num_programs tiles, the next smaller tile of
+    SM90_TILES."""
     base = default_config(dtype, arch)
     if arch_family(arch) != "sm90" or dtype not in ("bf16", "fp16"):
         return base
     if M <= 64:
-        return base.replace(BLK_M=64, BLK_N=64, BLK_K=128, num_stages=6, num_warps=4)
-    if M <= 128:
-        return base.replace(BLK_M=64, BLK_N=128, BLK_K=128, num_stages=4, num_warps=4)
-    wide_tiles = -(-M // 128) * -(-N // 256)
-    if M <= 256 or wide_tiles < WIDE_TILE_FILL * num_programs:
-        return base.replace(BLK_M=128, BLK_N=128, BLK_K=64, num_stages=4, num_warps=8)
-    return base.replace(BLK_M=128, BLK_N=256, BLK_K=64, num_stages=3, num_warps=8)
+        i = 0
+    elif M <= 128:
+        i = 1
+    elif M <= 256 or -(-M // 128) * -(-N // 256) < WIDE_TILE_FILL * num_programs:
+        i = 2
+    else:
+        i = 3
+    while i > 0 and tile_count(M, N, SM90_TILES[i]) < SPLIT_TILE_FILL * num_programs:
+        i -= 1
+    bm, bn, bk, stages, warps = SM90_TILES[i]
+    return base.replace(BLK_M=bm, BLK_N=bn, BLK_K=bk, num_stages=stages, num_warps=warps)
+
+
+def tile_count(M: int, N: int, tile: tuple[int, ...]) -> int:
+    """Output tiles of an M x N output in tiles of tile[0] x tile[1]."""
+    return -(-M // tile[0]) * -(-N // tile[1])
 
 
 def kernel_candidates(M: int, N: int, dtype: str, arch: str, tma: bool,
