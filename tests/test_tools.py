@@ -37,7 +37,8 @@ def test_op_overhead_on_the_cpu(tmp_path: Path) -> None:
     for r in rows:
         assert r["ok"] and r["max_rel_err"] <= r["tolerance"], r
         assert r["launches"] == ["streamk_gemm_kernel"], r  # one rank: the GEMM alone
-        assert r["op_ms"] > 0 and r["gemm_ms"] > 0 and r["host_us"] > 0 and r["graph_ok"] is None
+        assert r["op_ms"] > 0 and r["gemm_ms"] > 0 and r["host_us"] > 0 and r["gemm_host_us"] > 0
+        assert r["graph_ok"] is None
 
 
 def test_op_overhead_refuses_a_bad_flag() -> None:
