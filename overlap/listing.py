@@ -1,8 +1,9 @@
 """An op's launches listed without a device or peers: the op planned and bound for any target (spec.Target) and
 world size, its launches (kernel, grid, argument values, options) returned, nothing run. What a compile check for
-a GPU target that is not on this machine needs (overlap.aot).
+a GPU target that is not on this machine needs (tools.compile_check).
 
     launches = op_launches("all_reduce", "fused", 4864, 4096, 8256, "bf16", KNOWN_TARGETS["h200"], world_size=2)
+    every = every_launch(op_for("all_reduce", "two_streams", 4864, 4096, 8256, "bf16", KNOWN_TARGETS["mi300x"]))
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import torch
 
 from overlap.op import OverlapOp
+from overlap.step import KINDS
 from spec import Target
 from stream_k.launch import BoundLaunch
 
@@ -58,3 +60,11 @@ def op_launches(algorithm: str, mode: str, m: int, n: int, k: int, datatype: str
                 world_size: int = 2, kind: str = "step", **options: Any) -> list[BoundLaunch]:
     """The Triton launches of one step of `kind` (overlap.step.KINDS), in queue order."""
     return op_for(algorithm, mode, m, n, k, datatype, target, world_size=world_size, **options).launches(kind)
+
+
+def every_launch(op: OverlapOp) -> list[tuple[str, BoundLaunch]]:
+    """Every Triton launch the op makes, each with what makes it: a step of each kind (overlap.step.KINDS: the
+    step, traced, the GEMM and the communication timed alone), in queue order, then the two-stream preload's own
+    ("preload")."""
+    out = [(kind, launch) for kind in KINDS for launch in op.launches(kind)]
+    return out + [("preload", launch) for launch in op.preload_launches()]
