@@ -179,7 +179,10 @@ def check(cfg: OverlapConfig, world: int, target: Target) -> None:
                                          f"program must be resident, or waits could deadlock), got {total}")
     from overlap.modes import MODE_STEPS
 
-    MODE_STEPS[cfg.mode].check(cfg, world, target)
+    steps = MODE_STEPS[cfg.mode]
+    if (why := steps.unavailable(target)) is not None:
+        raise InvalidConfig("mode", why)
+    steps.check(cfg, world, target)
     # NVIDIA's software pipeline keeps num_stages A and B tiles in shared memory (AMD's keeps one stage there)
     elem = spec.DATATYPES[cfg.datatype].bytes
     smem = (kc.BLK_M * kc.BLK_K + kc.BLK_K * kc.BLK_N) * elem * kc.num_stages

@@ -1,18 +1,23 @@
 """An op's launches listed without a device or peers: the op planned and bound for any target (spec.Target) and
 world size, its launches (kernel, grid, argument values, options) returned, nothing run. What a compile check for
-a GPU target that is not on this machine needs (overlap.aot).
+a GPU target that is not on this machine needs (tools.compile_check).
 
     launches = op_launches("all_reduce", "fused", 4864, 4096, 8256, "bf16", KNOWN_TARGETS["h200"], world_size=2)
+    every = every_launch(op_for("all_reduce", "two_streams", 4864, 4096, 8256, "bf16", KNOWN_TARGETS["mi300x"]))
+    runnable = [(alg, mode) for alg, mode, why in every_mode(KNOWN_TARGETS["mi300x"]) if why is None]
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from overlap.modes import MODE_STEPS
 from overlap.op import OverlapOp
-from spec import Target
+from overlap.step import KINDS
+from spec import ALGORITHMS, Target
 from stream_k.launch import BoundLaunch
 
 _HEAP_BASE = 1 << 40  # where the stand-in heaps of the ranks start (each 1 TiB apart), as addresses go
@@ -41,10 +46,18 @@ class ListingHeap:
         return torch.tensor([_HEAP_BASE * (r + 1) for r in range(self.world_size)], dtype=torch.int64)
 
     def zeros(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        return torch.zeros(*shape, dtype=dtype)
+        # not zeroed: nothing reads the buffers of an op that is never run (at 8 ranks they are GBs to write)
+        return torch.empty(*shape, dtype=dtype)
 
     def barrier(self) -> None:
         return None
+
+
+def every_mode(target: Target) -> list[tuple[str, str, str | None]]:
+    """Every algorithm x mode of the spec, each with why `target` cannot run it (None: it can; the planner plans
+    only those, overlap.modes' `unavailable`)."""
+    return [(alg.name, mode, MODE_STEPS[mode].unavailable(target)) for alg in ALGORITHMS.values()
+            for mode in alg.modes]
 
 
 def op_for(algorithm: str, mode: str, m: int, n: int, k: int, datatype: str, target: Target, *,
@@ -58,3 +71,17 @@ def op_launches(algorithm: str, mode: str, m: int, n: int, k: int, datatype: str
                 world_size: int = 2, kind: str = "step", **options: Any) -> list[BoundLaunch]:
     """The Triton launches of one step of `kind` (overlap.step.KINDS), in queue order."""
     return op_for(algorithm, mode, m, n, k, datatype, target, world_size=world_size, **options).launches(kind)
+
+
+# what an op launches: a step of each kind (overlap.step.KINDS), and the two-stream preload's own launches
+LAUNCH_KINDS = (*KINDS, "preload")
+
+
+def every_launch(op: OverlapOp, kinds: Sequence[str] = LAUNCH_KINDS) -> list[tuple[str, BoundLaunch]]:
+    """The Triton launches the op makes, each with its kind (LAUNCH_KINDS: a step's kind, in queue order, or the
+    preload's), for the kinds asked for."""
+    for kind in kinds:
+        if kind not in LAUNCH_KINDS:
+            raise ValueError(f"kinds must be among {', '.join(LAUNCH_KINDS)}; got {kind!r}")
+    return [(kind, launch) for kind in kinds
+            for launch in (op.preload_launches() if kind == "preload" else op.launches(kind))]

@@ -211,6 +211,13 @@ class OverlapOp:
         self._check_input("b", b)
         return self.mode.build(self.parts, kind, a, b).kernels()
 
+    def preload_launches(self) -> list[BoundLaunch]:
+        """What a two-stream step's preload (below) launches before the step's own launches: the arrival announced,
+        where the algorithm writes into the peers (none for other modes, or with one rank)."""
+        if self.world > 1 and self.mode.second_stream and self.algorithm.writes_peers:
+            return [self.parts.announce()]
+        return []
+
     def _preload(self, kind: str, step: Step) -> None:
         """Run a two-stream step's kernels once, one after the other on one stream (every rank together).
 
@@ -221,9 +228,7 @@ class OverlapOp:
         kernel finds none left (or moves all of them when GEMM programs do not join)."""
         if step.side is None or self.runner.comm_stream is None or kind in self._preloaded:
             return
-        if self.algorithm.writes_peers:
-            self.parts.announce()()
-        for launch in step.launches():
+        for launch in [*self.preload_launches(), *step.launches()]:
             launch()
         torch.cuda.synchronize(self.device)
         self.shmem.barrier()

@@ -59,11 +59,12 @@ class Parts:
         return choose_gemm(m, n, k, cfg.datatype, programs, self.target.arch, sms=self.target.sms, fixed=fixed)
 
     def gemm(self, programs: int) -> StreamKGemm:
-        """The GEMM on `programs` programs (one workspace per program count)."""
+        """The GEMM on `programs` programs (one workspace per program count), built for the op's target: its launch
+        options (AMD's among them), XCD remap and timer are the target's, also when it is not this machine's."""
         if programs not in self._gemms:
             choice = self.choice(programs)
             self._gemms[programs] = StreamKGemm(choice.plan, self.cfg.datatype, choice.config, device=self.device,
-                                                timeout_s=self.cfg.timeout_s)
+                                                timeout_s=self.cfg.timeout_s, arch=self.target.arch)
         return self._gemms[programs]
 
     def gemms(self) -> list[StreamKGemm]:

@@ -83,7 +83,9 @@ def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None 
     """Every candidate that agrees with the fixed fields, best predicted first."""
     fixed = given(fixed)
     T = fixed.get("total_sms", target.sms)
-    modes = [fixed["mode"]] if "mode" in fixed else list(p.spec.modes)
+    # the algorithm's modes that can run on the target (a mode given is checked as given)
+    modes = [fixed["mode"]] if "mode" in fixed else [
+        m for m in p.spec.modes if MODE_STEPS[m].unavailable(target) is None]
     out: list[Candidate] = []
     for name in modes:
         steps = MODE_STEPS[name]

@@ -55,6 +55,8 @@ KNOWN_TARGETS: dict[str, Target] = {
     "h200": Target("NVIDIA H200", "cuda", "sm90", 132, 232448, 141 << 30),
     "a100": Target("NVIDIA A100-SXM4-80GB", "cuda", "sm80", 108, 166912, 80 << 30),
     "mi300x": Target("AMD Instinct MI300X", "hip", "gfx942", 304, 65536, 192 << 30),
+    "mi355x": Target("AMD Instinct MI355X", "hip", "gfx950", 256, 163840, 288 << 30),
+    "b200": Target("NVIDIA B200", "cuda", "sm100", 148, 232448, 180 << 30),
     "interpreter": INTERPRETER,
 }
 

@@ -9,7 +9,6 @@ hand every finished tile to an epilogue hook that stores it and marks it ready (
     launch    BoundLaunch: a Triton launch bound once (arguments resolved), replayed for a few microseconds
     tiles     tile order (grouped row-major), shared with the communication that follows the GEMM
     dtypes    datatype names and C's dtype
-    aot       python -m stream_k.aot: compile for sm_90 without a GPU, registers / spills / shared memory
 """
 
 from stream_k.configs import KernelConfig, current_arch, default_config

@@ -3,8 +3,8 @@
 Measured / checked:
 - sm_90 (H100/H200) bf16/fp16: 128x256x64, 3 stages, 8 warps reached 0.96-0.99x cuBLAS with an unmasked
   main loop (measured on one H200; masked loads in the main loop ran at 0.44x cuBLAS); 4 stages does not
-  fit shared memory. fp32 and int8 configs were checked by the ahead-of-time compile in stream_k/aot.py
-  (fit in shared memory, no spills), not timed.
+  fit shared memory. fp32 and int8 configs are checked by the compile check (tools/compile_check: fit in shared
+  memory; their spills through pointers in tools/compile_check/known_issues.py), not timed.
 - "interpreter": small tiles so Triton's CPU interpreter finishes quickly.
 - int8 needs BLK_K >= 32 (tl.dot's minimum K for 8-bit inputs on NVIDIA).
 - AMD CDNA3 / CDNA4 (gfx942 MI300X, gfx950 MI355X): Iris's own Stream-K GEMM examples on MI300X (256x64x64

@@ -113,7 +113,7 @@ def test_a_kernel_that_does_not_compile_fails_with_one_line_per_failure(tmp_path
                if b["kernel"] == "timer_probe")
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--targets", "gfx942,gfx1100"), ("--groups", "gemm,op"),
+@pytest.mark.parametrize(("flag", "value"), [("--targets", "gfx942,gfx1100"), ("--groups", "gemm,ops"),
                                              ("--jobs", "0")])
 def test_bad_flag_is_one_line_and_exit_2(flag: str, value: str) -> None:
     r = _run(["-m", "tools.compile_check", flag, value, "--list"], timeout=120)
@@ -125,7 +125,10 @@ def test_every_launch_specialises_on_every_target() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     for target in TARGETS:
         assert f"{target} " in r.stdout
-    assert "streamk_gemm_kernel" in r.stdout and "atomic_probe" in r.stdout
+    assert "streamk_gemm_kernel" in r.stdout and "atomic_probe" in r.stdout and "overlap_kernel" in r.stdout
+    for target in ("gfx942", "gfx950"):
+        assert f"{target:7} not built (the target cannot run it): all_scatter copy_engine: " in r.stdout
+    assert "sm90    not built" not in r.stdout and "ce_start_kernel" in r.stdout
 
 
 PTXAS = """ptxas info    : 0 bytes gmem
@@ -204,3 +207,12 @@ def test_failure_rules() -> None:
     assert _row("gfx950", "z", forbidden, default=False).failure() == "a buffer op: buffer_x"
     assert all(k.target in TARGETS and k.why for k in KNOWN_ISSUES)
     assert known_issue("gfx942", "int8 128x256x128/s3/w8/tma r1", 1, 0) is None  # AMD defaults may not spill at all
+    # on AMD an entry bounds the bytes of scratch: one_shot's reduction over 8 ranks, not over 2
+    def scratch(n: int) -> dict:
+        return {"status": "ok", "spills": True, "usage": {"vgpr_spills": 128, "scratch": n}, "unfit": None}
+
+    one_shot = "one_shot fused world8 bf16 256x64x64/s2/w8 r1 ragged_k"
+    assert _row("gfx942", one_shot, scratch(352)).failure() is None
+    assert _row("gfx942", one_shot, scratch(4096)).failure() == ("a default configuration spills (128 VGPRs, 4096 "
+                                                                 "bytes of scratch)")
+    assert _row("gfx942", one_shot.replace("world8", "world2"), scratch(352)).failure() is not None

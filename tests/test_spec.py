@@ -104,6 +104,10 @@ def test_targets() -> None:
     assert (h200.tma, h200.capability, h200.max_programs) == (True, 90, 132)
     mi = spec.known_target("mi300x")
     assert (mi.backend, mi.arch, mi.sms, mi.tma, mi.capability) == ("hip", "gfx942", 304, False, 0)
+    m355 = spec.known_target("mi355x")
+    assert (m355.backend, m355.arch, m355.sms, m355.shared_mem, m355.tma) == ("hip", "gfx950", 256, 160 << 10, False)
+    b200 = spec.known_target("b200")
+    assert (b200.arch, b200.capability, b200.max_programs, b200.tma) == ("sm100", 100, 148, True)
     assert spec.INTERPRETER.interpreted and spec.INTERPRETER.max_programs == 1024
     t = spec.target_from_properties("AMD Instinct MI300X", hip=True, gcn_arch="gfx942:sramecc+:xnack-", sms=304)
     assert t.arch == "gfx942"

@@ -72,6 +72,10 @@ class ModeSteps:
         raise NotImplementedError
 
     # ---- the SM split -------------------------------------------------------------------------------------
+    def unavailable(self, target: spec.Target) -> str | None:
+        """Why this mode cannot run on `target` at all (None: it can); the planner plans only modes that can."""
+        return None
+
     def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
         """Refuse what this mode cannot run (overlap.config.InvalidConfig): here, an SM split that leaves no SM to
         communicate."""

@@ -51,9 +51,11 @@ class CopyEngine(ModeSteps):
         if cfg.gemm_sms != cfg.total_sms:
             raise InvalidConfig("gemm_sms", f"{self.name} runs the GEMM on every SM: gemm_sms must equal total_sms "
                                             f"({cfg.total_sms}), got {cfg.gemm_sms}")
+
+    def unavailable(self, target: spec.Target) -> str | None:
         if target.backend == "hip":
-            raise InvalidConfig("mode", f"{self.name} is NVIDIA-only for now (HIP's stream wait-value path is not "
-                                        "built)")
+            return f"{self.name} is NVIDIA-only for now (HIP's stream wait-value path is not built)"
+        return None
 
     def gemm_sms_options(self, total: int, fixed: dict, world: int) -> list[int]:
         return [fixed.get("gemm_sms", total)]

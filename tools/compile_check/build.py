@@ -23,12 +23,12 @@ import subprocess
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tools.compile_check.resources import Usage, occupancy, parse_amdgcn, parse_ptxas_log
-from tools.compile_check.spec import LaunchSpec
+from tools.compile_check.spec import LaunchSpec, named_constexprs
 from tools.compile_check.targets import Target
 
 RESULT_VERSION = 3  # bump when what a cached result holds changes
@@ -42,6 +42,7 @@ class Build:
     options: dict[str, Any]
     key: str
     forbid: tuple[tuple[str, str], ...] = ()  # the spec's forbidden assembly patterns
+    constexprs: dict[str, str] = field(default_factory=dict)  # what the JIT made compile-time, by name
 
 
 def specialise(spec: LaunchSpec, target: Target) -> Build:
@@ -61,7 +62,8 @@ def specialise(spec: LaunchSpec, target: Target) -> Build:
     src = ASTSource(kernel, signature, constexprs, attrs)
     key = get_cache_key(src, backend, parsed, env_vars=get_cache_invalidating_env_vars())
     key += f"-vendor{target.vendor_code}-result{RESULT_VERSION}-forbid{spec.forbid!r}"
-    return Build(src, dict(parsed.__dict__), hashlib.sha256(key.encode()).hexdigest(), tuple(spec.forbid))
+    return Build(src, dict(parsed.__dict__), hashlib.sha256(key.encode()).hexdigest(), tuple(spec.forbid),
+                 named_constexprs(kernel, spec.args, constexprs))
 
 
 def _ptxas(target: Target) -> str:

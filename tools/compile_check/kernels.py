@@ -1,15 +1,16 @@
-"""The kernels the compile check builds, per target: the one list of launches (phase 2 adds the op's here).
+"""The kernels the compile check builds, per target: the one list of launches.
 
 Every entry is a launch spec made the way the library makes the launch: the Stream-K GEMM's come from
-stream_k.select.choose_gemm (config and plan for the target) and StreamKGemm.launch_spec on CPU tensors; the
-device API's from small probe kernels (probes.py) over the operation x datatype matrix that the MPI tests run
-(tests/mpi/device_cases.py); the device barrier's from its kernel's arguments as DeviceBarrier passes them.
+stream_k.select.choose_gemm (config and plan for the target) and StreamKGemm.launch_spec on CPU tensors; the op's
+from overlap.listing (the op planned for the target and a world size on a stand-in heap, every launch it makes
+listed); the device API's from small probe kernels (probes.py) over the operation x datatype matrix that the MPI
+tests run (tests/mpi/device_cases.py); the device barrier's from its kernel's arguments as DeviceBarrier passes them.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +20,7 @@ import torch
 
 from iris_ops.device import TIMER_LOGICAL, default_timer_kind, spin_budget
 from iris_ops.device_barrier import device_barrier_kernel
+from overlap.listing import LAUNCH_KINDS, every_launch, every_mode, op_for
 from stream_k.dtypes import torch_dtype
 from stream_k.gemm import StreamKGemm
 from stream_k.layout import padded_cols
@@ -41,6 +43,16 @@ GEMM_SHAPES = ((8192, 8192, 8192), (4864, 4096, 8256), (256, 8192, 8192), (128, 
 UNALIGNED_SHAPE = (2000, 3000, 3000)
 # (schedule, Stream-K rounds) pairs fixed beside the model's own choice
 GEMM_SCHEDULES = (("dp", 1), ("hybrid", 1), ("hybrid", 2), ("sk", 1), ("sk", 2))
+
+# The op: one shape (the one its defaults were tuned on, 2 x H200), bf16; a step and the preload (group op), the
+# benchmark's own kinds of step (group op_bench). World sizes (--worlds overrides): 1 (the GEMM alone) and 2 on every
+# target, 8 on one target of each vendor (the per-peer code follows the world size, the ISA the target: the other
+# two at world 8 would add ~80 s of compiles to CI's ~4 minutes)
+OP_SHAPE = (4864, 4096, 8256)
+OP_DATATYPE = "bf16"
+OP_WORLDS = {"gfx942": (1, 2, 8), "gfx950": (1, 2), "sm90": (1, 2, 8), "sm100": (1, 2)}
+OP_KINDS = ("step", "preload")
+OP_BENCH_KINDS = tuple(k for k in LAUNCH_KINDS if k not in OP_KINDS)
 
 DEVICE_DTYPES = {"int32": torch.int32, "int64": torch.int64, "fp16": torch.float16, "bf16": torch.bfloat16,
                  "fp32": torch.float32}
@@ -95,19 +107,80 @@ def gemm_spec(target: Target, shape: tuple[int, int, int], dtype: str, *, tma: b
 
 
 def gemm_specs(target: Target) -> Iterator[LaunchSpec]:
-    """The GEMM for every datatype and shape: the model's choice and each schedule and round count fixed, through
-    TMA and through pointers on targets that have TMA (the one the library does not take by default reported, not
-    failed on); the traced launch (tile flags, timer); the stand-alone GEMM on unaligned contiguous rows."""
-    tma_options = (True, False) if target.tma else (False,)
+    """The GEMM's defaults: every datatype and shape with the model's choice, each schedule and round count fixed on
+    the first shape, the traced launch (tile flags, timer) and the stand-alone GEMM on unaligned contiguous rows,
+    each through the path the library takes by default (TMA or pointers, select.default_tma)."""
     for dtype in GEMM_DTYPES:
+        tma = default_tma(target.name, dtype)
         for shape in GEMM_SHAPES:
-            for tma in tma_options:
-                yield gemm_spec(target, shape, dtype, tma=tma)
-                for schedule, rounds in GEMM_SCHEDULES:
-                    yield gemm_spec(target, shape, dtype, tma=tma, fixed={"schedule": schedule, "sk_rounds": rounds})
-        yield gemm_spec(target, GEMM_SHAPES[0], dtype, tma=default_tma(target.name, dtype), traced=True)
-        for tma in tma_options:
-            yield gemm_spec(target, UNALIGNED_SHAPE, dtype, tma=tma, padded=False)
+            yield gemm_spec(target, shape, dtype, tma=tma)
+        for schedule, rounds in GEMM_SCHEDULES:
+            yield gemm_spec(target, GEMM_SHAPES[0], dtype, tma=tma, fixed={"schedule": schedule, "sk_rounds": rounds})
+        yield gemm_spec(target, GEMM_SHAPES[0], dtype, tma=tma, traced=True)
+        yield gemm_spec(target, UNALIGNED_SHAPE, dtype, tma=tma, padded=False)
+
+
+def gemm_variant_specs(target: Target) -> Iterator[LaunchSpec]:
+    """The rest of the GEMM's matrix (reported, not failed on where not a default): each schedule and round count
+    fixed on the other shapes, and on targets with TMA every shape and schedule through the path the library does
+    not take by default."""
+    for dtype in GEMM_DTYPES:
+        tma = default_tma(target.name, dtype)
+        for shape in GEMM_SHAPES[1:]:
+            for schedule, rounds in GEMM_SCHEDULES:
+                yield gemm_spec(target, shape, dtype, tma=tma, fixed={"schedule": schedule, "sk_rounds": rounds})
+        if not target.tma:
+            continue
+        for shape in GEMM_SHAPES:
+            yield gemm_spec(target, shape, dtype, tma=not tma)
+            for schedule, rounds in GEMM_SCHEDULES:
+                yield gemm_spec(target, shape, dtype, tma=not tma, fixed={"schedule": schedule, "sk_rounds": rounds})
+        yield gemm_spec(target, UNALIGNED_SHAPE, dtype, tma=not tma, padded=False)
+
+
+def _gemm_label(dtype: str, args: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """A GEMM-bearing launch's tile, stages, warps, TMA, Stream-K rounds and K (from its arguments)."""
+    return (f"{dtype} {args['BLK_M']}x{args['BLK_N']}x{args['BLK_K']}/s{options['num_stages']}/w{options['num_warps']}"
+            f"{'/tma' if args['USE_TMA'] else ''} r{args['SK_ROUNDS']}{'' if args['EVEN_K'] else ' ragged_k'}")
+
+
+def op_use(algorithm: str, mode: str, world: int, kind: str) -> str:
+    """Where an op launch comes from: "all_reduce fused w2 step" (kind: overlap.listing.LAUNCH_KINDS)."""
+    return f"{algorithm} {mode} w{world} {kind}"
+
+
+def op_specs(target: Target, worlds: Sequence[int] | None = None, kinds: Sequence[str] = OP_KINDS
+             ) -> Iterator[LaunchSpec]:
+    """The launches of `kinds` (overlap.listing.LAUNCH_KINDS) that the op makes for every algorithm x mode the target
+    runs, planned by the planner for the target on OP_SHAPE at each world size (default OP_WORLDS[target]; 1: the GEMM
+    alone); all defaults."""
+    m, n, k = OP_SHAPE
+    for alg, mode, why in every_mode(target.device):
+        if why is not None:  # not_built reports it
+            continue
+        for world in OP_WORLDS[target.name] if worlds is None else worlds:
+            op = op_for(alg, mode, m, n, k, OP_DATATYPE, target.device, world_size=world)
+            for kind, launch in every_launch(op, kinds):
+                label = _gemm_label(OP_DATATYPE, launch.args, launch.options) if "BLK_K" in launch.args else \
+                    OP_DATATYPE
+                yield LaunchSpec.of(launch, config=f"{alg} {mode} world{world} {label}"
+                                    f"{'' if kind in OP_KINDS else ' ' + kind}",
+                                    group="op" if kind in OP_KINDS else "op_bench", use=op_use(alg, mode, world, kind),
+                                    extra={"shape": [m, n, k], "plan": op.cfg.plan_info})
+
+
+def not_built(target: Target, groups: Sequence[str]) -> list[str]:
+    """The algorithm x modes whose launches the op groups leave out on `target` because it cannot run them, each
+    with why: "all_scatter copy_engine: copy_engine is NVIDIA-only ..."."""
+    if not {"op", "op_bench"} & set(groups):
+        return []
+    return [f"{alg} {mode}: {why}" for alg, mode, why in every_mode(target.device) if why is not None]
+
+
+def op_bench_specs(target: Target, worlds: Sequence[int] | None = None) -> Iterator[LaunchSpec]:
+    """The op's launches that only the benchmark makes (a traced step, the GEMM and the communication timed
+    alone), as op_specs."""
+    return op_specs(target, worlds, OP_BENCH_KINDS)
 
 
 def device_api_specs(target: Target) -> Iterator[LaunchSpec]:
@@ -172,17 +245,26 @@ def barrier_specs(target: Target) -> Iterator[LaunchSpec]:
                          {"num_warps": 1}, group="barrier", use=use)
 
 
-# group -> the launches it contributes on a target (the op's launches join here)
+# group -> the launches it contributes on a target
 GROUPS: dict[str, Callable[[Target], Iterator[LaunchSpec]]] = {
     "gemm": gemm_specs,
+    "op": op_specs,
     "device_api": device_api_specs,
     "timer": timer_specs,
     "barrier": barrier_specs,
+    "gemm_variants": gemm_variant_specs,
+    "op_bench": op_bench_specs,
 }
+# what the check builds unless told (CI): every kernel in the configurations the library launches; the other groups
+# widen the matrix (the GEMM's non-default paths and schedules, the benchmark's kinds of step)
+DEFAULT_GROUPS = ("gemm", "op", "device_api", "timer", "barrier")
 
 
-def launch_specs(target: Target, groups: list[str] | None = None) -> Iterator[LaunchSpec]:
-    """Every launch of the chosen groups (all by default) on `target`, one at a time (their CPU tensors are large
-    and only their metadata matters: a caller keeps what it needs of each and lets the tensors go)."""
-    for name in groups or list(GROUPS):
-        yield from GROUPS[name](target)
+def launch_specs(target: Target, groups: list[str] | None = None, worlds: Sequence[int] | None = None
+                 ) -> Iterator[LaunchSpec]:
+    """Every launch of the chosen groups (DEFAULT_GROUPS by default) on `target`, the op's at world sizes `worlds`
+    (default OP_WORLDS[target]), one at a time (their CPU tensors are large and only their metadata matters: a caller
+    keeps what it needs of each and lets the tensors go)."""
+    for name in groups or DEFAULT_GROUPS:
+        yield from (op_specs(target, worlds) if name == "op" else op_bench_specs(target, worlds)
+                    if name == "op_bench" else GROUPS[name](target))

@@ -32,10 +32,11 @@ class Row:
         """The known_issues entry that accepts this build's spill or shared-memory overflow (None: none does, or
         there is neither)."""
         r = self.result
-        if r.get("status") != "ok" or self.target.amd or not (r.get("spills") or r.get("unfit")):
+        if r.get("status") != "ok" or not (r.get("spills") or r.get("unfit")):
             return None
         u = r["usage"]
-        return known_issue(self.target.name, self.head.config, u.get("spill_stores", 0) if r.get("spills") else 0,
+        spilled = u.get("scratch" if self.target.amd else "spill_stores", 0)
+        return known_issue(self.target.name, self.head.config, spilled if r.get("spills") else 0,
                            u.get("shared", 0) if r.get("unfit") else 0)
 
     def failure(self) -> str | None:
@@ -58,7 +59,8 @@ class Row:
     def as_dict(self) -> dict[str, Any]:
         h = self.head
         return {"kernel": h.name, "group": h.group, "config": h.config, "default": self.default,
-                "uses": [s.use for s in self.specs], "extra": dict(h.extra), **self.result,
+                "uses": [s.use for s in self.specs], "extra": dict(h.extra),
+                "constexprs": self.build.constexprs if self.build is not None else {}, **self.result,
                 "failure": self.failure(), "known_issue": k.why if (k := self.known()) else None}
 
 

@@ -41,3 +41,27 @@ class LaunchSpec:
         grid = tuple(programs) if isinstance(programs, tuple) else (int(programs),)
         return cls(name or launch.kernel.fn.__name__, config, launch.kernel, dict(launch.args), dict(launch.options),
                    grid, group, use, default, dict(extra or {}))
+
+
+def describe_constexpr(value: Any) -> str:
+    """A compile-time value as the report shows it: a kernel or function by its name, anything else by repr
+    (tl.constexpr unwrapped)."""
+    inner = getattr(value, "value", value) if type(value).__name__ == "constexpr" else value
+    fn = getattr(inner, "fn", inner)  # a JIT or interpreted function: its Python function
+    name = getattr(fn, "__qualname__", None) if callable(fn) else None
+    return name if isinstance(name, str) else repr(inner)
+
+
+def named_constexprs(kernel: Any, args: Mapping[str, Any], paths: Mapping[tuple[int, ...], Any]) -> dict[str, str]:
+    """Triton's constexprs of a build ({argument path: value}, the path indexing the kernel's parameters, then a
+    tuple's elements) by name: "BLK_M", "STEP_FLAGS.COMM" (a named tuple's field), "T[1]"."""
+    names = [p.name for p in kernel.params]
+    out: dict[str, str] = {}
+    for path, value in paths.items():
+        name, arg = names[path[0]], args.get(names[path[0]])
+        for i in path[1:]:
+            fields = getattr(arg, "_fields", None)
+            name += f".{fields[i]}" if fields else f"[{i}]"
+            arg = arg[i] if isinstance(arg, tuple) else None
+        out[name] = describe_constexpr(value)
+    return dict(sorted(out.items()))

@@ -1,11 +1,12 @@
 """The GPUs the compile check builds for, and the per-unit limits their occupancy follows.
 
-Limits are the vendors' published figures: NVIDIA's occupancy calculator (65,536 32-bit registers per SM,
-allocated per warp in units of 256; at most 64 warps and 32 blocks per SM; 228 KiB of shared memory per SM, at
-most 227 KiB per block, 1 KiB of it reserved per block) and AMD's CDNA3 / CDNA4 ISA guides (4 SIMDs per CU; 512
-vector registers per lane of a SIMD shared by the arch VGPRs and AGPRs of its waves, allocated in units of 8; at
-most 8 waves per SIMD; 800 scalar registers per SIMD, in units of 16; 64 KiB of LDS per CU on CDNA3, 160 KiB on
-CDNA4).
+Each is a device the library plans for (spec.KNOWN_TARGETS: its arch, SMs / CUs and shared memory per program, the
+planner's own facts). Limits are the vendors' published figures: NVIDIA's occupancy calculator (65,536 32-bit
+registers per SM, allocated per warp in units of 256; at most 64 warps and 32 blocks per SM; 228 KiB of shared
+memory per SM, at most 227 KiB per block, 1 KiB of it reserved per block) and AMD's CDNA3 / CDNA4 ISA guides (4
+SIMDs per CU; 512 vector registers per lane of a SIMD shared by the arch VGPRs and AGPRs of its waves, allocated in
+units of 8; at most 8 waves per SIMD; 800 scalar registers per SIMD, in units of 16; 64 KiB of LDS per CU on CDNA3,
+160 KiB on CDNA4).
 """
 
 from __future__ import annotations
@@ -13,20 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import spec
+from spec import KNOWN_TARGETS
+
 
 @dataclass(frozen=True)
 class Target:
-    """One GPU target: what Triton compiles for and what a program may use of one SM / CU."""
+    """One GPU target: the device the library plans for (a spec.KNOWN_TARGETS entry: its arch, SMs / CUs, shared
+    memory per program) and what a program may use of one SM / CU."""
 
-    name: str  # the check's name for it: "gfx942", "sm90", ... (stream_k.configs.current_arch's names)
+    device: spec.Target
     label: str  # the GPUs it stands for
-    backend: str  # Triton backend: "cuda" or "hip"
-    arch: int | str  # GPUTarget.arch: compute capability (90) or gfx name
-    warp_size: int
-    units: int  # SMs or CUs: the persistent GEMM's default program count
-    tma: bool  # tensor descriptors are loaded by a copy engine (NVIDIA sm_90+)
     shared_per_unit: int  # bytes of shared memory / LDS per SM / CU
-    shared_per_program: int  # the most one program may use
     # NVIDIA
     regs_per_unit: int = 65536
     max_warps_per_unit: int = 64
@@ -39,6 +38,40 @@ class Target:
     sgprs_per_simd: int = 800
     sgpr_granule: int = 16
     max_waves_per_simd: int = 8
+
+    @property
+    def name(self) -> str:
+        """The check's name for it: the arch as stream_k.configs.current_arch names it ("gfx942", "sm90", ...)."""
+        return self.device.arch
+
+    @property
+    def backend(self) -> str:
+        """Triton backend: "cuda" or "hip"."""
+        return self.device.backend
+
+    @property
+    def arch(self) -> int | str:
+        """GPUTarget.arch: compute capability (90) or gfx name."""
+        return self.device.capability if self.backend == "cuda" else self.device.arch
+
+    @property
+    def warp_size(self) -> int:
+        return 64 if self.amd else 32
+
+    @property
+    def units(self) -> int:
+        """SMs or CUs: the persistent GEMM's default program count."""
+        return self.device.sms
+
+    @property
+    def tma(self) -> bool:
+        """Tensor descriptors are loaded by a copy engine (NVIDIA sm_90+)."""
+        return self.device.tma
+
+    @property
+    def shared_per_program(self) -> int:
+        """The most shared memory / LDS one program may use."""
+        return self.device.shared_mem
 
     @property
     def amd(self) -> bool:
@@ -63,13 +96,13 @@ class Target:
         return f"{self.name} ({self.label}, {self.units} {self.unit}s, {lanes} {self.warp_size})"
 
 
-_NV = {"shared_per_unit": 228 * 1024, "shared_per_program": 227 * 1024, "shared_reserved_per_program": 1024}
+_NV = {"shared_per_unit": 228 * 1024, "shared_reserved_per_program": 1024}
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
-        Target("gfx942", "MI300X", "hip", "gfx942", 64, 304, False, 64 * 1024, 64 * 1024),
-        Target("gfx950", "MI355X", "hip", "gfx950", 64, 256, False, 160 * 1024, 160 * 1024),
-        Target("sm90", "H100/H200", "cuda", 90, 32, 132, True, **_NV),
-        Target("sm100", "B200", "cuda", 100, 32, 148, True, **_NV),
+        Target(KNOWN_TARGETS["mi300x"], "MI300X", 64 * 1024),
+        Target(KNOWN_TARGETS["mi355x"], "MI355X", 160 * 1024),
+        Target(KNOWN_TARGETS["h200"], "H100/H200", **_NV),
+        Target(KNOWN_TARGETS["b200"], "B200", **_NV),
     )
 }
