@@ -95,7 +95,7 @@ def store_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_F
 
 
 @triton.jit
-def _halves(x):
+def column_halves(x):
     """The two column halves of a 2-D block."""
     return tl.split(tl.permute(tl.reshape(x, (x.shape[0], 2, x.shape[1] // 2)), (0, 2, 1)))
 
@@ -116,13 +116,13 @@ def store_tma_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TI
     if PIECE == BLK_N:
         C.store([row, col], c)
     else:
-        a, b = _halves(c)
+        a, b = column_halves(c)
         if PIECE == BLK_N // 2:
             C.store([row, col], a)
             C.store([row, col + PIECE], b)
         else:
-            a0, a1 = _halves(a)
-            b0, b1 = _halves(b)
+            a0, a1 = column_halves(a)
+            b0, b1 = column_halves(b)
             C.store([row, col], a0)
             C.store([row, col + PIECE], a1)
             C.store([row, col + 2 * PIECE], b0)

@@ -16,6 +16,8 @@ import triton.language as tl
 from iris_ops.device import translate
 from overlap.communication.comm_loop import subtile_offsets
 
+PEER_LOADS: tl.constexpr = tl.constexpr(2)  # ranks whose sub-tile loads one_shot_tile keeps in flight together
+
 
 @triton.jit
 def one_shot_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
@@ -28,10 +30,18 @@ def one_shot_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
                 acc = tl.zeros((CTM, CTN), dtype=tl.int32)
             else:
                 acc = tl.zeros((CTM, CTN), dtype=tl.float32)
-            # Unrolled when world_size is a constexpr: every rank's load is in flight before the first add.
-            for i in tl.static_range(world_size):
-                peer = (cur_rank + 1 + i) % world_size  # remote partials first, the local one last
-                acc += tl.load(translate(src, cur_rank, peer, heap_bases), mask=mask).to(acc.dtype)
+            # Remote partials first, the local one last. Up to PEER_LOADS ranks: every load in flight before the
+            # first add (unrolled); more ranks go PEER_LOADS at a time, so their sub-tiles fit in the registers.
+            if world_size <= PEER_LOADS:
+                for i in tl.static_range(world_size):
+                    peer = (cur_rank + 1 + i) % world_size
+                    acc += tl.load(translate(src, cur_rank, peer, heap_bases), mask=mask).to(acc.dtype)
+            else:
+                for i0 in range(0, world_size, PEER_LOADS):
+                    for u in tl.static_range(PEER_LOADS):
+                        peer = (cur_rank + 1 + i0 + u) % world_size
+                        held = mask & (i0 + u < world_size)
+                        acc += tl.load(translate(src, cur_rank, peer, heap_bases), mask=held).to(acc.dtype)
             tl.store(MOVE.DST + rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn,
                      acc.to(MOVE.DST.dtype.element_ty), mask=mask)
 

@@ -12,6 +12,7 @@ import triton.language as tl
 
 from iris_ops.device import translate
 from overlap.communication.comm_loop import subtile_offsets
+from stream_k.kernel import column_halves
 
 
 @triton.jit
@@ -43,7 +44,14 @@ def reduce_scatter_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
 @triton.jit
 def reduce_scatter_push_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                                  heap_bases, cur_rank, world_size):
-    """fused_sequential: the GEMM program adds its tile straight into the owners' C (C: this rank's M/W x N)."""
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    _add_rows_to_owners(acc.to(C.dtype.element_ty), rm, rn, mask, M, C, stride_cm, stride_cn, heap_bases, cur_rank,
-                        world_size)
+    """fused_sequential: the GEMM program adds its tile straight into the owners' C (C: this rank's M/W x N), one
+    column quarter after another (a whole tile's remote addresses beside the accumulator would spill)."""
+    QUARTER: tl.constexpr = acc.shape[1] // 4
+    v0, v1 = column_halves(acc.to(C.dtype.element_ty))
+    c0, c1 = column_halves(tl.broadcast_to(rn[None, :], (1, acc.shape[1])))
+    vals = column_halves(v0) + column_halves(v1)
+    cols = column_halves(c0) + column_halves(c1)
+    for q in tl.static_range(4):
+        rnq = tl.reshape(cols[q], (QUARTER,))
+        mask = (rm[:, None] < M) & (rnq[None, :] < N)
+        _add_rows_to_owners(vals[q], rm, rnq, mask, M, C, stride_cm, stride_cn, heap_bases, cur_rank, world_size)
