@@ -154,6 +154,30 @@ def test_config_resolve_rejects_unknown_algorithm_and_mode() -> None:
     assert bad.value.field == "kernel.BLK_M"
 
 
+@pytest.mark.parametrize(("options", "field"), [
+    ({"timeout_s": float("nan")}, "timeout_s"), ({"timeout_s": "1"}, "timeout_s"), ({"m": -1}, "m"),
+    ({"m": "32"}, "m"), ({"k": 32.0}, "k"), ({"gemm_sms": "3"}, "gemm_sms"), ({"sk_first": "yes"}, "sk_first"),
+    ({"kernel": "128x256x64"}, "kernel"), ({"datatype": None}, "datatype")])
+def test_create_refuses_a_bad_argument_with_a_value_error_naming_it(options: dict, field: str) -> None:
+    """OverlapOp.create's arguments are checked before anything is planned or allocated (no TypeError or torch
+    error from deep inside)."""
+    from overlap.listing import ListingHeap
+
+    args = {"algorithm": "all_reduce", "m": 32, "n": 32, "k": 32, "datatype": "fp32", **options}
+    with pytest.raises(ValueError, match=rf"^{field}|^{field.upper()}") as bad:
+        OverlapOp.create(ListingHeap(1), **args)
+    assert isinstance(bad.value, InvalidConfig) and bad.value.field == field
+
+
+def test_call_refuses_an_input_that_is_not_a_matrix_naming_it() -> None:
+    sh = iris_ops.iris(1 << 22)
+    op = OverlapOp.create(sh, "all_reduce", 32, 32, 32, "fp32", kernel=CPU_KERNEL)
+    with pytest.raises(ValueError, match=r"^OverlapOp: a must have shape \(32, 32\) .*; got \(32,\)"):
+        op(torch.zeros(32, device=op.device), op.b)
+    with pytest.raises(ValueError, match=r"^OverlapOp: b must be torch.float32; got torch.float16"):
+        op(op.a, op.b.half())
+
+
 @pytest.mark.parametrize("alg", tuple(spec.ALGORITHMS))
 def test_world_one_step_is_the_gemm_alone_reading_user_tensors_in_place(alg: str) -> None:
     """One rank, every mode: the step launches the stand-alone GEMM kernel alone, on every program, with the
