@@ -89,6 +89,7 @@ class OverlapOp:
         self._last: tuple[Any, Any, str, Step] | None = None
         self._preloaded: set[str] = set()
         self._staging: dict[str, torch.Tensor] = {}  # copies of user inputs the GEMM cannot read in place
+        self._read_in_place: dict[str, Any] = {}  # per input: the last tensor found readable in place (by identity)
         self.broken: str | None = None
         # Every rank's control block is zeroed before any peer's first step may write into it.
         if self.on_gpu:
@@ -137,7 +138,10 @@ class OverlapOp:
     def _in_place(self, t: torch.Tensor | None, name: str) -> torch.Tensor | None:
         """`t` itself when the GEMM can read it as it is; else its copy in a padded staging buffer of the op (made
         at the first such call; op.a / op.b are left as they are)."""
-        if t is None or (isinstance(t, torch.Tensor) and t.dim() == 2 and self._in_place_rows(t)):
+        if t is None or t is self._read_in_place.get(name):
+            return t
+        if isinstance(t, torch.Tensor) and t.dim() == 2 and self._in_place_rows(t):
+            self._read_in_place[name] = t
             return t
         self._check_input(name, t)
         staged = self._staging.get(name)

@@ -66,6 +66,7 @@ class BoundLaunch:
         self._fast: Callable[[int], None] | None = None
         self.fast = False  # True once launches go through the bound launcher
         self.fast_refused: str | None = None  # why the bound launcher was not used, if it was not
+        self._device = 0
 
     @property
     def name(self) -> str:
@@ -74,8 +75,7 @@ class BoundLaunch:
     def __call__(self, stream: Any = None) -> None:
         """Launch on `stream` (a torch.cuda.Stream; None: the current stream)."""
         if self._fast is not None:
-            handle = stream.cuda_stream if stream is not None else torch._C._cuda_getCurrentRawStream(
-                torch.cuda.current_device())
+            handle = stream.cuda_stream if stream is not None else torch._C._cuda_getCurrentRawStream(self._device)
             self._fast(handle)
             return
         if stream is not None:
@@ -88,6 +88,7 @@ class BoundLaunch:
             if fast_launch_enabled():
                 self._fast, self.fast_refused = _bind_fast(compiled, self.kernel, self.programs, self.args)
                 self.fast = self._fast is not None
+                self._device = torch.cuda.current_device()  # the device the bound buffers live on
             else:
                 self.fast_refused = "STREAMK_PGAS_FAST_LAUNCH=0 or the interpreter"
 

@@ -91,17 +91,18 @@ def run_combination(shmem: Any, alg: str, mode: str, args: argparse.Namespace) -
     graph = "n/a (no GPU)"
     if gpu:
         a_g, b_g = pairs[0][0].clone(), pairs[0][1].clone()
+        captured = torch.empty_like(rows[0])  # where the graph copies row(0) of C: each replay overwrites it
         op(a_g, b_g)
-        rows[0].copy_(op.c[row(0)])
+        captured.copy_(op.c[row(0)])
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             op(a_g, b_g)
-            rows[0].copy_(op.c[row(0)])  # captured too: replays read C likewise
+            captured.copy_(op.c[row(0)])  # captured too: replays read C likewise
         for i in range(args.steps):
             a_g.copy_(pairs[i % 3][0])
             b_g.copy_(pairs[i % 3][1])
             g.replay()
-            rows[i].copy_(rows[0])  # keep this replay's row (row(0)) for the check below
+            rows[i].copy_(captured)  # keep this replay's row (row(0)) for the check below
         torch.cuda.synchronize()
         op.check_errors()
         worst = max(rel_err(rows[i], refs[i % 3][row(0)]) for i in range(args.steps))
