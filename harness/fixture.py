@@ -20,7 +20,7 @@ import torch
 import spec
 from harness.config import BenchConfig
 from harness.dtypes import random_inputs
-from harness.validate import compare_tiles, reference_product
+from harness.validate import compare_tiles, inputs_failure, nonfinite_inputs, reference_product
 from iris_ops import Iris
 from overlap.config import heap_bytes
 from overlap.op import OverlapOp
@@ -168,6 +168,10 @@ class OverlapFixture:
         cfg, op, bufs = self.cfg, self.op, self.op.buffers
         kc = op.cfg.kernel
         assert kc is not None
+        bad = nonfinite_inputs(A=self.a_full, B=self.b_full)
+        if bad:  # the product itself is not finite: no output can be judged, and no kernel is to blame
+            return {"global": inputs_failure(bad), "partial": {"passed": True, "skipped": "the inputs are not finite"},
+                    "passed": False}
         if self._refs is None:  # computed once: --validate_iters validates many iterations against them
             full = reference_product(self.a_full, self.b_full)
             local = None if bufs.gemm_out is bufs.c or op.world == 1 else reference_product(op.a, op.b)

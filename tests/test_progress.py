@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.progress import Progress
-from harness.timing import time_iterations, time_loop
+from harness.timing import host_us_per_call, time_iterations, time_loop
 
 
 def test_lines_name_the_phase_and_count(capsys: pytest.CaptureFixture[str]) -> None:
@@ -27,11 +27,17 @@ def test_throttled_and_disabled(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err == ""
 
 
-def test_timing_loops_report_between_iterations(capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_timing_phase_reports_within_its_loop(capsys: pytest.CaptureFixture[str]) -> None:
+    """Isolated iterations, back-to-back loops (step by step, warm-up included) and host-cost calls each count
+    what they have done, so a long phase on the CPU prints a line every ~10 s, not one per loop."""
     calls: list[int] = []
     common = {"iters": 3, "warmup": 1, "barrier": lambda: None, "use_events": False}
     time_iterations(lambda _t: calls.append(1), progress=Progress("iso", 4, every_s=0.0), **common)
-    time_loop(lambda: calls.append(1), progress=Progress("loop", 2, every_s=0.0), repeats=2, **common)
-    err = capsys.readouterr().err
-    assert "iso: 4/4 (100%)" in err and "loop: 2/2 (100%)" in err
-    assert len(calls) == 4 + 1 + 2 * 3
+    time_loop(lambda: calls.append(1), progress=Progress("loop", 7, every_s=0.0), repeats=2, **common)
+    host_us_per_call(lambda: calls.append(1), calls=3, barrier=lambda: None, use_events=False,
+                     progress=Progress("host", 3, every_s=0.0))
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(",")[0] for line in err] == [*(f"iso: {i}/4 ({25 * i}%)" for i in range(1, 5)),
+                                                    *(f"loop: {i}/7 ({100 * i // 7}%)" for i in range(1, 8)),
+                                                    *(f"host: {i}/3 ({100 * i // 3}%)" for i in range(1, 4))]
+    assert len(calls) == 4 + 1 + 2 * 3 + 3
