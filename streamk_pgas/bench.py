@@ -38,7 +38,7 @@ from harness.config import (
     trace_stem,
     tuning_configs,
 )
-from harness.progress import Progress
+from harness.progress import LastLine, Progress
 from harness.timing import (
     HOST_METHOD,
     LOOP_METHOD,
@@ -105,6 +105,7 @@ class Run:
         self.start_barrier = DeviceBarrier(shmem, cfg.op.timeout_s, max_stamps=1, errors=self.fx.op.error_state)
         self.fx.prepare()
         self.graph: Any = None
+        self.last_line = LastLine()  # shared by the run's phases: a line every ~10 s across short phases too
 
     def sync(self) -> None:
         if self.fx.on_gpu:
@@ -118,7 +119,8 @@ class Run:
     def progress(self, label: str, total: int) -> Progress:
         """Progress lines of one long phase (rank 0, unless --quiet)."""
         cfg = self.cfg
-        return Progress(f"{cfg.algorithm}/{cfg.mode} {label}", total, enabled=self.boot.rank == 0 and not cfg.quiet)
+        return Progress(f"{cfg.algorithm}/{cfg.mode} {label}", total, enabled=self.boot.rank == 0 and not cfg.quiet,
+                        last_line=self.last_line)
 
     def validate_now(self, what: str, steps: int, launch: Any) -> dict[str, Any]:
         """Poison the outputs, run `steps` steps with `launch` back to back (nothing between them), then
