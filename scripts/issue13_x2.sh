@@ -8,7 +8,7 @@
 #   source scripts/gpu_runs.sh; source scripts/issue13_x2.sh; issue13_scatter; finish   # batch 2
 #
 # Every run is validated (back to back too) and timed isolated, back to back and from a CUDA graph; each
-# shape's references run in the same call, right after ours. Logs land in $WORK/<tag>/; `finish` packs them.
+# shape's references run in the same batch, right after ours. Logs land in $WORK/<tag>/; `finish` packs them.
 set -uo pipefail
 ISSUE13_SHAPES="${ISSUE13_SHAPES:-4864x4096x8256 8192x8192x8192 4096x8192x28672}"
 ISSUE13_SCATTER_SHAPES="${ISSUE13_SCATTER_SHAPES:-8192x8192x28672 4096x57344x8192 16384x8192x8192}"
