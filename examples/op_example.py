@@ -1,7 +1,7 @@
 """Calling the overlapped GEMM + all-reduce from a torch program, step after step like a layer.
 
-    mpirun -np 2 python examples/op_example.py                        # one GPU per rank
-    TRITON_INTERPRET=1 mpirun -np 2 python examples/op_example.py     # no GPU: CPU heap + Triton's interpreter
+    mpirun -np 2 python examples/op_example.py     # one GPU per rank; without a GPU, the CPU heap and Triton's
+                                                   # interpreter (chosen by the op itself)
 
 Every rank holds a K-shard of A and B (A[:, r*K/W:(r+1)*K/W], B[r*K/W:(r+1)*K/W, :]); each call of the
 op computes its partial product and sums it over the ranks, so every rank ends with the whole

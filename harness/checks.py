@@ -1,6 +1,6 @@
 """What benchmark.py and reference/ check alike, kept free of torch so the flag checks stay fast:
-the error a bad flag raises, an argparse that raises it instead of printing its usage, the ranges of
-sizes and counts, whether an output path can be written, and the validation tolerances."""
+an argparse that raises the error of a bad flag (iris_ops.errors.ConfigError) instead of printing its usage,
+the ranges of sizes and counts, whether an output path can be written, and the validation tolerances."""
 
 from __future__ import annotations
 
@@ -8,20 +8,14 @@ import argparse
 import math
 import os
 import re
-import signal
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from iris_ops.env import MAX_TIMEOUT_S  # a day: every wait gives up after at most this long
+from iris_ops.errors import ConfigError  # the one error of a bad flag or variable: "flag: what is valid"
 
-class ConfigError(ValueError):
-    """A flag with a bad value: `flag` names it, the message says what is valid."""
-
-    def __init__(self, flag: str, message: str) -> None:
-        super().__init__(f"{flag}: {message}")
-        self.flag = flag
-        self.message = message
+__all__ = ["MAX_TIMEOUT_S", "ConfigError"]
 
 
 # The GEMM dimensions: the Triton kernels and cuBLAS / hipBLAS take them as 32-bit integers.
@@ -30,7 +24,6 @@ MAX_DIM = (1 << 31) - 1
 MAX_ELEMENTS = (1 << 31) - 1
 MAX_ITERS = 1_000_000
 MAX_SEED = (1 << 32) - 1
-MAX_TIMEOUT_S = 86400.0  # a day: every wait gives up after at most this long
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -76,10 +69,10 @@ def timeout_seconds(text: str) -> float:
 
 
 def check_output_path(flag: str, path: str | os.PathLike[str], directory: bool = False) -> None:
-    """Raise ConfigError unless `path` (a file, or a folder with directory=True) can be written: no
-    part of it is a file, and the nearest folder that exists takes a new file (tried: permissions
-    alone do not tell, e.g. for root on a read-only mount). Folders that do not exist yet are fine
-    (the writer makes them). Nothing is left behind."""
+    """Raise ConfigError unless `path` (a file, or a folder with directory=True) can be written: it is a
+    regular file or none, no part of it is a file, and the nearest folder that exists takes a new file
+    (tried: permissions alone do not tell, e.g. for root on a read-only mount). Folders that do not exist
+    yet are fine (the writer makes them). Nothing is left behind."""
     text = os.fspath(path)
     p = Path(text)
     if not text:
@@ -89,6 +82,8 @@ def check_output_path(flag: str, path: str | os.PathLike[str], directory: bool =
             raise ConfigError(flag, f"{text} exists and is not a folder")
         if not directory and p.is_dir():
             raise ConfigError(flag, f"{text} is a folder; give a file name")
+        if not directory and not p.is_file():  # /dev/full, a pipe: a write would fail, or vanish, after the work
+            raise ConfigError(flag, f"{text} is not a regular file; give a file name")
         if not directory and not os.access(p, os.W_OK):
             raise ConfigError(flag, f"{text} exists and is not writable")
     elif not directory and text.endswith(os.sep):
@@ -104,29 +99,6 @@ def check_output_path(flag: str, path: str | os.PathLike[str], directory: bool =
         raise ConfigError(flag, f"cannot write {text}: no file can be made in {folder} ({exc.strerror})") from None
     os.close(fd)
     os.unlink(probe)
-
-
-def exit_after_rank0(code: int, rank: int, world_size: int, wait_s: float = 15.0) -> int:
-    """`code`, once rank 0 has been able to print the error: for an error found before the ranks can talk
-    (every rank finds it; rank 0 alone prints it). A rank other than 0 that exited at once would make
-    the launcher (mpirun, torchrun) stop the job, rank 0 included, before rank 0 had printed its line.
-    So it waits, at most wait_s, for the launcher to stop it once rank 0 has exited: the SIGTERM that
-    comes then ends the wait with the same code (SystemExit)."""
-    if rank == 0 or world_size <= 1:
-        return code
-
-    def stop(signum: int, frame: object) -> None:
-        raise SystemExit(code)
-
-    try:
-        previous = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread: leave at once
-        return code
-    try:
-        time.sleep(wait_s)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return code
 
 
 # Relative Frobenius error ||C - C64|| / ||C64|| allowed against a float64 product of the same inputs,

@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import spec
@@ -23,6 +25,7 @@ from harness.checks import (
     MAX_ELEMENTS,
     MAX_ITERS,
     MAX_SEED,
+    MAX_TIMEOUT_S,
     ConfigError,
     OneLineParser,
     check_output_path,
@@ -142,69 +145,95 @@ class BenchConfig:
         return out
 
 
-def build_parser() -> argparse.ArgumentParser:
+class DefaultsOnce(argparse.HelpFormatter):
+    """--help with each default said once: argparse's "(default: X)" is added where the help does not say the
+    default itself (a default of None is the planner's or the device's: the help says which)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _by_device(name: str) -> str:
+    """The default of a flag whose default depends on the device (GPU_DEFAULTS, CPU_DEFAULTS)."""
+    return f"(default: {GPU_DEFAULTS[name]} on a GPU, {CPU_DEFAULTS[name]} on the CPU)"
+
+
+def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
+    from overlap.config import OverlapConfig
+
+    op_default = {f.name: f.default for f in dataclasses.fields(OverlapConfig)}
+    planned = "(default: the planner's)"
     p = OneLineParser(
-        prog="benchmark.py",
+        prog=prog,
         description="Stream-K GEMM overlapped with communication on a symmetric heap "
         "(run under mpirun -np N, torchrun, or plain python for one rank).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsOnce,
     )
     a = p.add_argument
     a("--algorithm", default="one_shot", help=f"one of {', '.join(spec.ALGORITHMS)}")
     a("--mode", default=AUTO, help="; ".join([f"{AUTO}: {AUTO_HELP}", *(f"{m.name}: {m.help}"
                                                                         for m in spec.MODES.values())]))
     dim = int_in(1, MAX_DIM)
-    a("-m", type=dim, default=None, help="rows of A and C (default: 8192 on a GPU, 64 on the CPU)")
-    a("-n", type=dim, default=None, help="columns of B and C")
-    a("-k", type=dim, default=None, help="columns of A / rows of B (the reduction dimension)")
-    a("--datatype", default=None, help=f"one of {', '.join(spec.DATATYPES)} (default bf16 on a GPU, fp16 on the CPU)")
-    a("--BLK_M", type=int, default=None, help="GEMM tile rows (power of two)")
-    a("--BLK_N", type=int, default=None, help="GEMM tile columns (power of two)")
-    a("--BLK_K", type=int, default=None, help="GEMM K step (power of two)")
-    a("--COMMUNICATION_TILE_M", type=int, default=None, help="rows a communication step moves; divides BLK_M")
-    a("--COMMUNICATION_TILE_N", type=int, default=None, help="columns a communication step moves; divides BLK_N")
+    a("-m", type=dim, default=None, help=f"rows of A and C {_by_device('m')}")
+    a("-n", type=dim, default=None, help=f"columns of B and C {_by_device('n')}")
+    a("-k", type=dim, default=None, help=f"columns of A / rows of B, the reduction dimension {_by_device('k')}")
+    a("--datatype", default=None, help=f"one of {', '.join(spec.DATATYPES)} {_by_device('datatype')}")
+    a("--BLK_M", type=int, default=None, help=f"GEMM tile rows (power of two) {planned}")
+    a("--BLK_N", type=int, default=None, help=f"GEMM tile columns (power of two) {planned}")
+    a("--BLK_K", type=int, default=None, help=f"GEMM K step (power of two) {planned}")
+    a("--COMMUNICATION_TILE_M", type=int, default=None, help=f"rows a communication step moves; divides BLK_M "
+      f"{planned}")
+    a("--COMMUNICATION_TILE_N", type=int, default=None, help=f"columns a communication step moves; divides BLK_N "
+      f"{planned}")
     a("--gsize_m", type=int_in(1, 64), default=None,
-      help="grouped tile order: tiles of this many rows are walked together")
+      help=f"grouped tile order: tiles of this many rows are walked together {planned}")
     a("--two_tiles", default=None,
       help="with --schedule hybrid: Stream-K over the last partial wave plus one full wave (true), or over the last "
-      "partial wave only (false); default: the planner's")
+      f"partial wave only (false) {planned}")
     a("--schedule", default=None,
       help="GEMM schedule: auto (the planner's choice of dp or hybrid by the shape), hybrid (DP waves + Stream-K), "
-      "dp (data-parallel only), or sk (Stream-K only)")
+      "dp (data-parallel only), or sk (Stream-K only) (default: auto)")
     a("--gemm_joins_comm", default=None,
-      help="fused and two_streams on a GPU: GEMM programs done with their tiles help move the rest (true/false)")
+      help="fused and two_streams on a GPU: GEMM programs done with their tiles help move the rest (true/false) "
+      f"(default: {str(op_default['gemm_joins_comm']).lower()})")
     a("--tma", default="auto",
       help="GEMM loads A and B with the tensor-memory accelerator (on/off; auto: on for NVIDIA sm_90+)")
-    a("--num_stages", type=int, default=None, help="software-pipelining depth of the GEMM K loop")
-    a("--num_warps", type=int, default=None, help="warps per program (GEMM and fused kernels)")
+    a("--num_stages", type=int, default=None, help=f"software-pipelining depth of the GEMM K loop {planned}")
+    a("--num_warps", type=int, default=None, help=f"warps per program (GEMM and fused kernels) {planned}")
     a("--waves_per_eu", type=int_in(0, 16), default=None,
-      help="AMD only: occupancy hint (accepted and reported unused on NVIDIA; default: the planner's)")
-    a("--mfmaInstrSize", type=int_in(0, 64), default=None, help="AMD only: matrix_instr_nonkdim")
-    a("--kpack", type=int_in(1, 8), default=None, help="AMD only: K packing")
+      help=f"AMD only: occupancy hint (accepted and reported unused on NVIDIA) {planned}")
+    a("--mfmaInstrSize", type=int_in(0, 64), default=None, help=f"AMD only: matrix_instr_nonkdim {planned}")
+    a("--kpack", type=int_in(1, 8), default=None, help=f"AMD only: K packing {planned}")
     a("--heap_size", type=int_in(1 << 20, 1 << 50), default=None,
       help="symmetric heap bytes per rank (default: what the problem needs)")
-    a("--gemm_sms", type=int, default=None, help="programs (SMs) doing GEMM work; the rest communicate")
+    a("--gemm_sms", type=int, default=None, help=f"programs (SMs) doing GEMM work; the rest communicate {planned}")
     a("--total_sms", type=int, default=None, help="programs in all (default: the device's SM count)")
     a("--communication_block_size", type=int, default=None,
-      help="threads per communication program in the two-stream mode's communication kernel")
-    a("--iters", type=int_in(1, MAX_ITERS), default=None, help="timed iterations (median reported)")
-    a("--warmup", type=int_in(0, MAX_ITERS), default=None, help="untimed warm-up iterations")
+      help="threads per communication program in the two-stream mode's communication kernel "
+      f"(default: {op_default['comm_threads']})")
+    a("--iters", type=int_in(1, MAX_ITERS), default=None, help=f"timed iterations (median reported) "
+      f"{_by_device('iters')}")
+    a("--warmup", type=int_in(0, MAX_ITERS), default=None, help=f"untimed warm-up iterations {_by_device('warmup')}")
     a("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed of the inputs (same on every rank)")
     a("--timeout_s", type=timeout_seconds, default=None,
-      help="a spin-wait gives up and the run fails after about this long")
-    a("--debug", action="store_true", help="print per-rank details and check the error words after every iteration")
+      help=f"a spin-wait gives up and the run fails after about this long: seconds in (0, {MAX_TIMEOUT_S:g}] "
+      f"(default: {op_default['timeout_s']:g})")
+    a("--debug", action="store_true", help="print per-rank details")
     a("--validate", action="store_true", help="check C and each rank's partial against torch on the same inputs")
     a("--validate_iters", type=int_in(1, MAX_ITERS), default=1,
       help="with --validate: besides one isolated step (outputs poisoned first), this many steps launched back to "
       "back with nothing between them, then C checked on every rank (and as many graph replays with --graph)")
     a("--benchmark", action="store_true", help="time the run (medians over --iters after --warmup)")
     a("--sk_first", default=None,
-      help="each GEMM program runs its Stream-K share before its data-parallel tiles (true/false)")
+      help="each GEMM program runs its Stream-K share before its data-parallel tiles (true/false) "
+      f"(default: {str(op_default['sk_first']).lower()})")
     a("--sk_rounds", type=int, default=None,
       help="cut the GEMM's Stream-K tiles into this many rounds (1-4), the last one P / 2^(R-1) tiles cut into "
       "2^(R-1) pieces (one per program), so that few tiles complete together at the GEMM's end and the "
-      "communication's tail after it is short (default on a GPU: 2 for all_reduce and all_scatter in "
-      "two_streams and fused, else 1)")
+      f"communication's tail after it is short {planned}")
     a("--start_sync", default="device",
       help="how timed iterations start together: device (a device-side barrier of all ranks' streams right "
       "before the start event) or host (a host barrier only; the devices then start up to tens of us apart)")
@@ -212,11 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("--graph", action="store_true",
       help="also capture one step in a CUDA graph (GPU only): replays are validated and timed back to back")
     a("--trace_tiles", action="store_true",
-      help="record per-tile timestamps; writes a timeline JSON and a Perfetto trace")
-    a("--output_file", default=None, help="JSON log path (rank 0 writes it)")
+      help="record per-tile timestamps; writes a timeline JSON and a Perfetto trace beside --output_file")
+    a("--output_file", default=None, help="JSON log path, written by rank 0 (default: none)")
     a("--tune", type=int_in(0, 16), nargs="?", const=4, default=0,
-      help="measure the planner's best N candidates (default 4) for the flags left unset, validated and timed back "
-      "to back, and store the fastest in the tuning cache, which later runs without those flags read")
+      help="measure the planner's best N candidates (4 when N is left out) for the flags left unset, validated and "
+      "timed back to back, and store the fastest in the tuning cache, which later runs without those flags read "
+      "(default: off)")
     a("--tuning_cache", default=None,
       help="the tuning cache file (default: $STREAMK_PGAS_TUNING_CACHE, else ~/.cache/streamk-pgas/tuning.json)")
     return p
@@ -316,7 +346,7 @@ def parse_config(argv: list[str] | None, target: Target, world_size: int) -> Ben
     """Flags -> a checked BenchConfig, its op config planned for `target`. Raises ConfigError for the first bad
     flag."""
     from overlap.config import InvalidConfig, OverlapConfig, check_names
-    from overlap.planner import TuningCache
+    from overlap.planner import CACHE_ENV, TuningCache
 
     parser = build_parser()
     ns, unknown = parser.parse_known_args(argv)
@@ -334,17 +364,22 @@ def parse_config(argv: list[str] | None, target: Target, world_size: int) -> Ben
                           "use auto or off")
     run = {f.name: values[f.name] for f in dataclasses.fields(BenchConfig)
            if f.name in values and values[f.name] is not None and f.name != "tma"}
+    cache = TuningCache(values["tuning_cache"])
+    cache_flag = "--tuning_cache" if values["tuning_cache"] or not os.environ.get(CACHE_ENV) else CACHE_ENV
     try:
         fields = op_fields(values, target, values["datatype"])
         op = OverlapConfig(**fields)
         check_names(op)
         check_sizes(op, world_size)
-        op = op.resolve(target, world_size, TuningCache(values["tuning_cache"]))
+        cache.entries()  # a file that is not a tuning cache is refused now, not ignored (or overwritten by --tune)
+        op = op.resolve(target, world_size, cache)
     except InvalidConfig as exc:
-        raise ConfigError(flag_of(exc.field), exc.message) from None
+        raise ConfigError(cache_flag if exc.field == "tuning_cache" else flag_of(exc.field), exc.message) from None
     cfg = BenchConfig(op=op, tma=values["tma"], defaulted=defaulted, **run)
     cfg.cpu_small_default = target.interpreted and all(x in defaulted for x in ("m", "n", "k"))
     check_run(cfg)
+    if cfg.tune:  # where the winner will be stored: checked before the candidates are measured
+        check_output_path(cache_flag, cache.path)
     output_path(cfg.output_file, cfg, several=False)  # a template with a bad field is refused here
     return cfg
 
@@ -392,27 +427,36 @@ def tuning_configs(cfg: BenchConfig, target: Target, world_size: int) -> list[Be
     return out
 
 
-def check_environment() -> str:
-    """The environment variables the run reads, checked before any work: IRIS_OPS_TIMEOUT_S (a number
-    of seconds) and IRIS_OPS_BACKEND (a known backend; a GPU one needs a GPU). Returns the heap
-    backend; raises ConfigError naming the variable."""
-    from iris_ops.backends import BACKENDS, choose_backend
-    from iris_ops.bootstrap import TIMEOUT_ENV, timeout_from_env
+# Variables of the scripts (scripts/env.sh: where its venv lives), not read by Python.
+SCRIPT_VARIABLES = ("STREAMK_PGAS_VENV",)
 
-    try:
-        timeout_from_env()
-    except ValueError as exc:
-        raise ConfigError(TIMEOUT_ENV, str(exc).split(": ", 1)[-1]) from None
-    try:
-        backend = choose_backend()
-    except ValueError:
-        raise ConfigError("IRIS_OPS_BACKEND", f"must be one of auto, {', '.join(BACKENDS)}, "
-                          f"got {os.environ.get('IRIS_OPS_BACKEND')!r}") from None
+
+def check_environment() -> str:
+    """Every environment variable the run reads, checked before any work: iris_ops's (iris_ops.env.check: the
+    IRIS_OPS_* variables, STREAMK_PGAS_SHARE_GPU), the 0/1 switches STREAMK_PGAS_FAST_LAUNCH and
+    STREAMK_PGAS_STEP_GRAPH, and no STREAMK_PGAS_* name that nothing reads (a misspelt one would be ignored).
+    Returns the heap backend (a GPU one needs a GPU); raises ConfigError naming the variable."""
+    from harness.sysinfo import COMMIT_ENV
+    from iris_ops import env
+    from iris_ops.backends import choose_backend
+    from overlap.planner import CACHE_ENV
+    from overlap.step import STEP_GRAPH_ENV, step_graph_enabled
+    from stream_k.launch import FAST_LAUNCH_ENV, fast_launch_enabled
+
+    known = (env.SHARE_GPU_ENV, FAST_LAUNCH_ENV, STEP_GRAPH_ENV, CACHE_ENV, COMMIT_ENV, *SCRIPT_VARIABLES)
+    for name in sorted(os.environ):
+        if name.startswith("STREAMK_PGAS_") and name not in known:
+            raise ConfigError(name, f"unknown variable; the project reads {', '.join(sorted(known))}")
+    env.check()
+    backend = choose_backend()
+    env.check(backend)  # the shm backend's default folder too
+    fast_launch_enabled()
+    step_graph_enabled()
     if backend in ("cuda", "hip", "symm"):
         import torch
 
         if not torch.cuda.is_available():
-            raise ConfigError("IRIS_OPS_BACKEND", f"{backend} needs a GPU, and torch sees none; use shm")
+            raise ConfigError(env.BACKEND_ENV, f"{backend} needs a GPU, and torch sees none; use shm")
     return backend
 
 
@@ -432,14 +476,25 @@ def check_heap(cfg: BenchConfig, target: Target, backend: str, ranks_on_node: in
                           f"of {target.name}")
 
 
-def check_outputs(paths: list[str | None]) -> None:
-    """Every log path can be written (checked before any work), and no two runs write the same one."""
+def trace_stem(cfg: BenchConfig, output_file: str | None) -> Path:
+    """Where --trace_tiles writes (harness.trace.trace_paths of it): beside the log, else under results/traces/."""
+    if output_file:
+        return Path(output_file).with_suffix("")
+    return Path(f"results/traces/{cfg.algorithm}_{cfg.mode}_{cfg.m}x{cfg.n}x{cfg.k}_"
+                f"{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def check_outputs(paths: list[str | None], traces: list[Path | None] | None = None) -> None:
+    """Every log path and every trace file (checked before any work) can be written, and no two runs write the
+    same one."""
+    from harness.trace import trace_paths
+
     seen: set[str] = set()
-    for path in paths:
-        if path is None:
-            continue
+    files = [("--output_file", p) for p in paths if p is not None]
+    files += [("--trace_tiles", str(f)) for stem in traces or [] if stem is not None for f in trace_paths(stem)]
+    for flag, path in files:
         if path in seen:
-            raise ConfigError("--output_file", f"two runs of this sweep would both write {path}: put the swept "
-                              "flags in its name, e.g. 'runs/{algorithm}_{mode}_g{gemm_sms}.json'")
+            raise ConfigError(flag, f"two runs of this sweep would both write {path}: put the swept flags in "
+                              "--output_file's name, e.g. 'runs/{algorithm}_{mode}_g{gemm_sms}.json'")
         seen.add(path)
-        check_output_path("--output_file", path)
+        check_output_path(flag, path)

@@ -11,6 +11,8 @@ their state belong to the op; nothing here launches a kernel except through its 
 from __future__ import annotations
 
 import contextlib
+import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -18,11 +20,15 @@ import torch
 import spec
 from harness.config import BenchConfig
 from harness.dtypes import random_inputs
-from harness.validate import compare_tiles, reference_product
+from harness.validate import compare_tiles, inputs_failure, nonfinite_inputs, reference_product
 from iris_ops import Iris
 from overlap.config import heap_bytes
 from overlap.op import OverlapOp
 from overlap.step import Step
+
+# How often a back-to-back loop looks at the error words: often enough to stop soon after a give-up, rarely enough
+# that a step's host cost does not change (a look on a GPU queues a small copy on a side stream).
+PEEK_EVERY_S = 0.5
 
 
 def heap_bytes_needed(cfg: BenchConfig, world_size: int) -> int:
@@ -112,8 +118,38 @@ class OverlapFixture:
                 for action in step.post:
                     action()
 
+    # ---- errors: no wait of the run outlives a peer that gave up or hangs ---------------------------------
     def check_errors(self) -> None:
+        """Every rank: raise iris_ops.CollectiveError if a wait of any step so far gave up on any rank. This
+        rank's own words are read first (its device work drained): a give-up already here is raised at once,
+        without meeting a peer that may hang (record_error_all put it into every rank's words, so the others
+        raise too); otherwise the op's check meets every rank before it decides."""
+        self.op.error_state.check(timeout_s=self.cfg.op.timeout_s)
         self.op.check_errors()
+
+    def barrier(self) -> None:
+        """The host barrier of the timing loops: this rank's own error words first (as check_errors), so a rank
+        whose step gave up (a peer died or hangs) raises here instead of waiting for that peer."""
+        self.op.error_state.check(timeout_s=self.cfg.op.timeout_s)
+        self.op.shmem.barrier()
+
+    def back_to_back(self, launch: Callable[[], Any]) -> Callable[[], None]:
+        """`launch` for a loop of steps with nothing between them: after a launch, at most every PEEK_EVERY_S, a
+        look at the error words that never waits for the device or a peer (ErrorState.peek); once any rank has
+        given up, CollectiveError is raised here, so a hung peer ends the run within about one wait timeout
+        instead of after every remaining step has given up on it in turn."""
+        state, timeout_s = self.op.error_state, self.cfg.op.timeout_s
+        last = [time.monotonic()]
+
+        def step() -> None:
+            launch()
+            now = time.monotonic()
+            if now - last[0] >= PEEK_EVERY_S:
+                last[0] = now
+                if state.peek():
+                    state.check(timeout_s=timeout_s)
+
+        return step
 
     # ---- checks -----------------------------------------------------------------------------------
     def poison(self) -> None:
@@ -132,6 +168,10 @@ class OverlapFixture:
         cfg, op, bufs = self.cfg, self.op, self.op.buffers
         kc = op.cfg.kernel
         assert kc is not None
+        bad = nonfinite_inputs(A=self.a_full, B=self.b_full)
+        if bad:  # the product itself is not finite: no output can be judged, and no kernel is to blame
+            return {"global": inputs_failure(bad), "partial": {"passed": True, "skipped": "the inputs are not finite"},
+                    "passed": False}
         if self._refs is None:  # computed once: --validate_iters validates many iterations against them
             full = reference_product(self.a_full, self.b_full)
             local = None if bufs.gemm_out is bufs.c or op.world == 1 else reference_product(op.a, op.b)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any
 
 import spec
 from harness import sysinfo
+from iris_ops.bootstrap import launcher_rank
 
 SCHEMA = "streamk-pgas/run-log/1"
 
@@ -74,16 +75,6 @@ def summarize_ms(samples: list[float]) -> dict[str, float]:
 UNSTABLE_SPREAD = 1.10
 
 
-def _launcher_rank() -> int:
-    """This process's rank from the launcher's environment (mpirun, torchrun; 0 alone)."""
-    for key in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "RANK"):
-        try:
-            return int(os.environ[key])
-        except (KeyError, ValueError):
-            continue
-    return 0
-
-
 def spread(stats: dict[str, float]) -> float | None:
     """p90 / p10 of a summarize_ms result (None without samples or with p10 <= 0)."""
     p10, p90 = stats.get("p10"), stats.get("p90")
@@ -109,7 +100,7 @@ def timing_section(
     tflops = flops_per_rank / (e2e["median"] * 1e-3) / 1e12 if e2e["count"] and e2e["median"] > 0 else None
     ratio = spread(e2e)
     unstable = ratio is not None and ratio > UNSTABLE_SPREAD
-    if unstable and (warn if warn is not None else _launcher_rank() == 0):
+    if unstable and (warn if warn is not None else launcher_rank() == 0):
         print(f"warning: unstable timing: end-to-end p90 / p10 = {ratio:.3f} (> {UNSTABLE_SPREAD:.2f}; p10 "
               f"{e2e['p10']:.4f} ms, p90 {e2e['p90']:.4f} ms over {e2e['count']} iterations): the median "
               f"{e2e['median']:.4f} ms may not be representative", file=sys.stderr, flush=True)
@@ -181,14 +172,42 @@ def check_record(record: dict[str, Any]) -> list[str]:
     return problems
 
 
+def strict(obj: Any, where: str = "", found: list[str] | None = None) -> Any:
+    """`obj` with every NaN or infinite float replaced by None (strict JSON has neither), the dotted paths of
+    those values appended to `found`."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        if found is not None:
+            found.append(where)
+        return None
+    if isinstance(obj, dict):
+        return {k: strict(v, f"{where}.{k}" if where else str(k), found) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v, f"{where}[{i}]", found) for i, v in enumerate(obj)]
+    return obj
+
+
+def to_json(record: dict[str, Any]) -> str:
+    """The record as strict JSON (any parser reads it): a NaN or infinite value is written as null and its path
+    listed under "nonfinite"."""
+    found: list[str] = []
+    clean = strict(json.loads(json.dumps(record, default=_json_default)), found=found)
+    if found:
+        clean["nonfinite"] = found
+    return json.dumps(clean, indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
 def write_record(record: dict[str, Any], path: str | Path) -> Path:
-    """Write one record as pretty JSON; parent folders are created. Returns the path written."""
+    """Write one record as pretty, strict JSON (to_json); parent folders are created. Returns the path written;
+    an OSError names it."""
     problems = check_record(record)
     if problems:
         raise ValueError("run log does not match its schema: " + "; ".join(problems))
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2, sort_keys=False, default=_json_default) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_json(record))
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write the run log {path}: {exc.strerror}") from None
     return path
 
 

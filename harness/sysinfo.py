@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+COMMIT_ENV = "STREAMK_PGAS_COMMIT"  # the commit to record, when the tree has no .git (or a stale one)
 
 
 def gpu_backend() -> str:
@@ -96,8 +97,8 @@ def software_versions() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def git_info() -> dict[str, Any]:
-    """The commit the code came from. STREAMK_PGAS_COMMIT, when set, wins: a copied tree (the device
-    machines' copy) may carry a stale .git whose HEAD is not the code that ran."""
+    """The commit the code came from. STREAMK_PGAS_COMMIT, when set, wins: a copied tree may carry a stale
+    .git whose HEAD is not the code that ran."""
 
     def run(*args: str) -> str | None:
         try:
@@ -106,15 +107,15 @@ def git_info() -> dict[str, Any]:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
-    given = os.environ.get("STREAMK_PGAS_COMMIT")
+    given = os.environ.get(COMMIT_ENV)
     if given:
-        return {"commit": given, "dirty": None, "commit_source": "STREAMK_PGAS_COMMIT"}
+        return {"commit": given, "dirty": None, "commit_source": COMMIT_ENV}
     commit = run("rev-parse", "HEAD")
     status = run("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit, "dirty": bool(status) if status is not None else None, "commit_source": "git"}
 
 
 def nvlink_env() -> dict[str, str]:
-    """The multicast switches the borrowed machines set; recorded so a log says they stayed on."""
+    """The NVLink multicast switches, where set; recorded so that a log says how they stood."""
     keys = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
     return {k: os.environ[k] for k in keys if k in os.environ}

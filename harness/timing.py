@@ -156,10 +156,21 @@ def time_loop(
     repeats: int = LOOP_REPEATS,
     progress: Progress | None = None,
 ) -> list[float]:
-    """ms per step of `iters` steps launched back to back, one figure per repeat (the slowest rank's)."""
+    """ms per step of `iters` steps launched back to back, one figure per repeat (the slowest rank's).
+    `progress` counts steps (warmup + repeats * iters): its check between two launches costs the host well under a
+    microsecond, and it prints only after ~10 s, which no loop on a GPU takes (the interpreter's do)."""
     sync = _device_sync if use_events else (lambda: None)
-    for _ in range(warmup):
+    done = 0
+
+    def counted() -> None:
+        nonlocal done
         step()
+        done += 1
+        if progress is not None:
+            progress.tick(done)
+
+    for _ in range(warmup):
+        counted()
     per_step: list[float] = []
     for rep in range(repeats):
         sync()
@@ -172,18 +183,16 @@ def time_loop(
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(iters):
-                step()
+                counted()
             end.record()
             end.synchronize()
             ms = start.elapsed_time(end)
         else:
             t0 = time.perf_counter()
             for _ in range(iters):
-                step()
+                counted()
             ms = (time.perf_counter() - t0) * 1e3
         per_step.append(ms / iters)
-        if progress is not None:
-            progress.tick(rep + 1)  # between loops, never inside one
     sync()
     if allgather is not None:
         everyone = allgather(per_step)
@@ -198,6 +207,7 @@ def host_us_per_call(
     barrier: Callable[[], None],
     use_events: bool,
     busy_ms_per_call: float = 1.0,
+    progress: Progress | None = None,
 ) -> list[float]:
     """Host microseconds of each of `calls` calls of `step`, with the device kept busy (a spin queued first,
     long enough that no launch waits for the device), as a profiler reads a launch's CPU time."""
@@ -210,10 +220,12 @@ def host_us_per_call(
         if hasattr(torch.cuda, "_sleep"):
             torch.cuda._sleep(int(QUEUE_AHEAD_CYCLES * 2 * busy_ms_per_call * calls))  # ~busy_ms_per_call each
     out: list[float] = []
-    for _ in range(calls):
+    for i in range(calls):
         t0 = time.perf_counter()
         step()
         out.append((time.perf_counter() - t0) * 1e6)
+        if progress is not None:
+            progress.tick(i + 1)  # after the call's clock stopped
     sync()
     barrier()
     return out

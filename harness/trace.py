@@ -196,12 +196,17 @@ def write_chrome_trace(timeline: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
-def write_traces(per_rank: list[dict[str, Any]], stem: str | Path) -> tuple[Path, Path]:
-    """Build the timeline and write both files: STEM.timeline.json (for plot.py) and STEM.perfetto.json."""
+def trace_paths(stem: str | Path) -> tuple[Path, Path]:
+    """The two files of a trace: STEM.timeline.json (for plot.py) and STEM.perfetto.json."""
     stem = Path(stem)
+    return stem.with_name(stem.name + ".timeline.json"), stem.with_name(stem.name + ".perfetto.json")
+
+
+def write_traces(per_rank: list[dict[str, Any]], stem: str | Path) -> tuple[Path, Path]:
+    """Build the timeline and write both files (trace_paths)."""
+    timeline_path, chrome_path = trace_paths(stem)
     timeline = build_timeline(per_rank)
-    return (write_timeline_json(timeline, stem.with_name(stem.name + ".timeline.json")),
-            write_chrome_trace(timeline, stem.with_name(stem.name + ".perfetto.json")))
+    return write_timeline_json(timeline, timeline_path), write_chrome_trace(timeline, chrome_path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,6 +55,7 @@ def compare_tiles(
     passed = finite and first is None and (rel <= tol if tol > 0 else rel == 0.0)
     return {
         "passed": passed,
+        "nonfinite": int(nonfinite.sum()),
         "rel_err": rel,
         "max_abs_err": diff.abs().max().item() if diff.numel() else 0.0,
         "tolerance": tol,
@@ -63,8 +64,32 @@ def compare_tiles(
     }
 
 
+def nonfinite_inputs(**inputs: torch.Tensor) -> dict[str, dict[str, int]]:
+    """Per input that holds NaN or Inf, how many of each: such inputs make the product itself non-finite, so the
+    output cannot be judged (and the kernels are not to blame)."""
+    found = {}
+    for name, t in inputs.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            found[name] = {"nan": int(torch.isnan(t).sum()), "inf": int(torch.isinf(t).sum())}
+    return found
+
+
+def inputs_failure(found: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """The validation result of non-finite inputs (nonfinite_inputs): failed, naming them."""
+    return {"passed": False, "nonfinite_inputs": found, "rel_err": None, "tolerance": None, "wrong_tiles": None,
+            "first_wrong_tile": None}
+
+
 def describe_failure(name: str, result: dict[str, Any]) -> str:
     """One line naming what failed and where."""
+    bad_inputs = result.get("nonfinite_inputs")
+    if bad_inputs:
+        held = "; ".join(f"{k} holds {v['nan']} NaN and {v['inf']} Inf" for k, v in bad_inputs.items())
+        return f"{name}: the inputs are not finite ({held}): C = A @ B is not defined there, so it cannot be validated"
+    if result.get("nonfinite"):
+        t = result.get("first_wrong_tile")
+        return (f"{name}: C holds {result['nonfinite']} NaN/Inf value(s) though the inputs are finite"
+                + (f"; first in tile {t['tile']} (rows {t['rows']}, cols {t['cols']})" if t else ""))
     t = result.get("first_wrong_tile")
     where = (f"first wrong tile {t['tile']} (block row {t['pid_m']}, col {t['pid_n']}; rows {t['rows']}, "
              f"cols {t['cols']}; tile rel err {t['rel_err']:.3g})" if t else "no single tile stands out")

@@ -14,106 +14,38 @@ Beyond Iris: a step's collective error state (record_error_all, wait_or_error, w
 device; ErrorState, CollectiveError on the host: iris_ops.error_state); the environment variables and their
 check (iris_ops.env.check, ConfigError); HeapReserveError for a heap that cannot be had (every rank raises
 it); how a command-line entry ends (iris_ops.entry.run_main); `python -m iris_ops.torchrun`.
+
+The package's names are loaded when first used (PEP 562), so that `iris_ops.errors`, `iris_ops.env`,
+`iris_ops.bootstrap` and `iris_ops.entry`, which need neither torch nor Triton, can be imported by a
+program that runs without them (the vendor baselines, a flag check) without loading the rest.
 """
 
-from iris_ops.device import (
-    ERR_PEER_READY,
-    ERR_STREAMK_FIXUP,
-    ERR_TILE_READY,
-    ERROR_WORDS,
-    TIMER_GLOBALTIMER,
-    TIMER_LOGICAL,
-    TIMER_MEMREALTIME,
-    atomic_add,
-    atomic_and,
-    atomic_cas,
-    atomic_max,
-    atomic_min,
-    atomic_or,
-    atomic_sub,
-    atomic_xchg,
-    atomic_xor,
-    decode_error,
-    default_timer_kind,
-    get,
-    load,
-    notify,
-    notify_add,
-    put,
-    read_timer,
-    record_error,
-    record_error_all,
-    spin_budget,
-    store,
-    translate,
-    wait,
-    wait_local,
-    wait_local_or_error,
-    wait_or_error,
-)
-from iris_ops.error_state import CollectiveError, ErrorState
-from iris_ops.errors import ConfigError, HeapReserveError
-from iris_ops.heap import (
-    DEBUG,
-    ERROR,
-    INFO,
-    WARNING,
-    HeapPlacementError,
-    Iris,
-    do_bench,
-    iris,
-    logger,
-    memset_tensor,
-    set_logger_level,
-)
+from __future__ import annotations
 
-__all__ = [
-    "DEBUG",
-    "ERROR",
-    "ERROR_WORDS",
-    "ERR_PEER_READY",
-    "ERR_STREAMK_FIXUP",
-    "ERR_TILE_READY",
-    "INFO",
-    "TIMER_GLOBALTIMER",
-    "TIMER_LOGICAL",
-    "TIMER_MEMREALTIME",
-    "WARNING",
-    "CollectiveError",
-    "ConfigError",
-    "ErrorState",
-    "HeapPlacementError",
-    "HeapReserveError",
-    "Iris",
-    "atomic_add",
-    "atomic_and",
-    "atomic_cas",
-    "atomic_max",
-    "atomic_min",
-    "atomic_or",
-    "atomic_sub",
-    "atomic_xchg",
-    "atomic_xor",
-    "decode_error",
-    "default_timer_kind",
-    "do_bench",
-    "get",
-    "iris",
-    "load",
-    "logger",
-    "memset_tensor",
-    "notify",
-    "notify_add",
-    "put",
-    "read_timer",
-    "record_error",
-    "record_error_all",
-    "set_logger_level",
-    "spin_budget",
-    "store",
-    "translate",
-    "wait",
-    "wait_local",
-    "wait_local_or_error",
-    "wait_or_error",
-]
+import importlib
+from typing import Any
+
+_DEVICE = ("ERR_PEER_READY", "ERR_STREAMK_FIXUP", "ERR_TILE_READY", "ERROR_WORDS", "TIMER_GLOBALTIMER", "TIMER_LOGICAL",
+           "TIMER_MEMREALTIME", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
+           "atomic_sub", "atomic_xchg", "atomic_xor", "decode_error", "default_timer_kind", "get", "load", "notify",
+           "notify_add", "put", "read_timer", "record_error", "record_error_all", "spin_budget", "store", "translate",
+           "wait", "wait_local", "wait_local_or_error", "wait_or_error")
+_HEAP = ("DEBUG", "ERROR", "INFO", "WARNING", "HeapPlacementError", "Iris", "do_bench", "iris", "logger",
+         "memset_tensor", "set_logger_level")
+_SOURCE = {**dict.fromkeys(_DEVICE, "iris_ops.device"), **dict.fromkeys(_HEAP, "iris_ops.heap"),
+           "CollectiveError": "iris_ops.error_state", "ErrorState": "iris_ops.error_state",
+           "ConfigError": "iris_ops.errors", "HeapReserveError": "iris_ops.errors"}
+__all__ = sorted(_SOURCE)
+
+
+def __getattr__(name: str) -> Any:
+    source = _SOURCE.get(name)
+    if source is None:
+        raise AttributeError(f"module 'iris_ops' has no attribute {name!r}")
+    value = getattr(importlib.import_module(source), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -26,14 +26,22 @@ gives up after `max_spins` polls, returning False: a caller records the timeout 
 that the host turns into an exception, so no spin can hang a run. Flags hold epochs (the
 iteration number) rather than booleans, so a flag left over from an earlier iteration is always
 smaller than the one awaited and never needs a racy reset.
+
+Without a GPU (and with TRITON_INTERPRET unset) importing this module sets TRITON_INTERPRET=1, so that every
+kernel of the project, each of which imports this module before it is decorated, runs in Triton's interpreter
+on the CPU (iris_ops.env.use_interpreter_without_gpu).
 """
 
 from __future__ import annotations
 
 import os
 
-import triton
-import triton.language as tl
+from iris_ops.env import use_interpreter_without_gpu
+
+use_interpreter_without_gpu()
+
+import triton  # noqa: E402  (after the interpreter is chosen)
+import triton.language as tl  # noqa: E402
 
 # Timer kinds for read_timer.
 TIMER_LOGICAL = 0  # interpreter / unknown: a per-heap event counter (orders events, no time unit)

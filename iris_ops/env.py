@@ -9,6 +9,8 @@ line naming the variable and what is valid (ConfigError; exit code 2 through iri
                              folder, and take new files
     IRIS_OPS_ABORT_ON_ERROR  1 (default): an uncaught exception on a rank aborts the MPI job; 0: it does not
     STREAMK_PGAS_SHARE_GPU   1: ranks may share a GPU (a correctness test only); 0 or unset: one rank per GPU
+    TRITON_INTERPRET         Triton's own: 1 runs kernels in its interpreter on the CPU; set to 1 when unset and
+                             there is no GPU (use_interpreter_without_gpu)
 
 Any other IRIS_OPS_* variable is refused by check() (a misspelt name would otherwise be ignored).
 Nothing here imports torch, so the check is fast.
@@ -40,6 +42,7 @@ DEFAULT_SHM_DIR = "/dev/shm"
 
 ABORT_ENV = "IRIS_OPS_ABORT_ON_ERROR"
 SHARE_GPU_ENV = "STREAMK_PGAS_SHARE_GPU"
+INTERPRET_ENV = "TRITON_INTERPRET"
 
 KNOWN = (TIMEOUT_ENV, BACKEND_ENV, SHM_DIR_ENV, ABORT_ENV)  # every IRIS_OPS_* name iris_ops reads
 
@@ -69,6 +72,20 @@ def timeout_from_env(fallback: float | None = None) -> float:
             return fallback
         raise ValueError(f"{TIMEOUT_ENV}: {problem}")
     return float(text)
+
+
+def use_interpreter_without_gpu() -> None:
+    """Set TRITON_INTERPRET=1 when it is unset and torch sees no GPU, so that the kernels run on the CPU in
+    Triton's interpreter. Triton reads the variable when a kernel is decorated: iris_ops.device calls this as it
+    is imported, before any kernel of the project is made."""
+    if INTERPRET_ENV in os.environ:
+        return
+    try:
+        import torch
+    except ImportError:
+        return
+    if not torch.cuda.is_available():
+        os.environ[INTERPRET_ENV] = "1"
 
 
 def backend_from_env() -> str:
@@ -128,6 +145,15 @@ def check(backend: str | None = None) -> None:
         if problem:
             raise ConfigError(SHM_DIR_ENV, problem)
     for flag in (ABORT_ENV, SHARE_GPU_ENV):
-        value = os.environ.get(flag)
-        if value is not None and value.strip() not in ("0", "1"):
-            raise ConfigError(flag, f"must be 0 or 1, got {value!r}")
+        flag_from_env(flag, False)
+
+
+def flag_from_env(name: str, default: bool) -> bool:
+    """A variable that is 0 or 1 (the project's switches): its value, `default` when unset or empty; a
+    ConfigError naming it for any other value."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if text not in ("0", "1"):
+        raise ConfigError(name, f"must be 0 or 1, got {os.environ[name]!r}")
+    return text == "1"

@@ -10,7 +10,11 @@
     kernels, kernel_args, communication/, copy_steps    the device side
 """
 
-from overlap.config import InvalidConfig, OverlapConfig, heap_bytes
-from overlap.op import OverlapOp
+from iris_ops.env import use_interpreter_without_gpu
+
+use_interpreter_without_gpu()  # no GPU: the kernels run in Triton's interpreter (chosen before triton is imported)
+
+from overlap.config import InvalidConfig, OverlapConfig, heap_bytes  # noqa: E402
+from overlap.op import OverlapOp  # noqa: E402
 
 __all__ = ["InvalidConfig", "OverlapConfig", "OverlapOp", "heap_bytes"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from iris_ops import Iris
+from iris_ops import ERROR_WORDS, ErrorState, Iris
 from overlap.algorithms import Algorithm
 from overlap.communication.copy_engine import band_counts
 from overlap.copy_steps import row_bands
@@ -57,7 +57,8 @@ def heap_bytes(alg: Algorithm, m: int, n: int, k: int, datatype: str, world: int
     local_n = alg.family.gemm_shape(m, n, k, world)[1]
     tiles = num_tiles(m, local_n, blk_m, blk_n)
     rows, c_cols, _ = c_layout(alg, m, n, world)
-    total = _up(rows * c_cols * out) + _up(tiles * alg.ready_sources(world) * 4) + _up(control_words(world) * 4)
+    total = (_up(rows * c_cols * out) + _up(tiles * alg.ready_sources(world) * 4) + _up(control_words(world) * 4)
+             + _up(ERROR_WORDS * 4))
     if copy_engine and alg.copy_schedule == "reduce_rows":  # RECV: a slot per sender
         total += _up(m * padded_cols(n) * out)
     if alg.gathers_a:  # the gathered A and its row-ready words
@@ -80,7 +81,7 @@ class OpBuffers:
     gemm_out: torch.Tensor
     ready: torch.Tensor
     ctrl: torch.Tensor
-    errors: torch.Tensor
+    errors: ErrorState  # the step's collective error words (on the heap): every kernel of a step records there
     ag: torch.Tensor | None  # all_gather_gemm's gathered A and its row-ready words
     a_ready: torch.Tensor | None
     counts: torch.Tensor | None  # copy_engine: band map + finished tiles per band of tile rows
@@ -133,7 +134,7 @@ class OpBuffers:
         recv = (shmem.zeros(world, m // world, padded_cols(n), dtype=out_dtype)[:, :, :n] if kind == "reduce_rows"
                 else None)
         fill = torch.zeros(n_rb, dtype=torch.int32, device=device) if kind == "gather_a" else None
-        errors = torch.zeros(1, dtype=torch.int32, device=device)
+        errors = ErrorState(shmem)
         return cls(a, b, heap_c, c, wide, partial, gemm_out, ready, ctrl, errors, ag, a_ready, counts, counts_init,
                    recv, fill, tiles, -(-local_n // blk_n))
 
@@ -145,8 +146,10 @@ class OpBuffers:
         return self.gemm_trace, self.comm_trace
 
     def reset(self, extra: list[Any]) -> None:
-        """Zero the step protocol's words (and `extra`, e.g. the GEMMs' locks), the counts back to their map."""
-        for t in (self.ctrl, self.ready, self.errors, *([self.a_ready] if self.a_ready is not None else []), *extra):
+        """Zero the step protocol's words and the error words (and `extra`, e.g. the GEMMs' locks), the counts back
+        to their map."""
+        for t in (self.ctrl, self.ready, *([self.a_ready] if self.a_ready is not None else []), *extra):
             t.zero_()
+        self.errors.clear()
         if self.counts is not None and self.counts_init is not None:
             self.counts.copy_(self.counts_init)

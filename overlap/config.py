@@ -5,6 +5,7 @@ the whole (`check`): a bad value raises `InvalidConfig`, a ValueError naming the
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,8 +96,33 @@ def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
 
 # ---- checks ---------------------------------------------------------------------------------------------
 
+_INTS = ("m", "n", "k", "comm_threads")  # OverlapConfig's integer fields; the optional ones may be None
+_OPTIONAL_INTS = ("total_sms", "gemm_sms", "comm_tile_m", "comm_tile_n", "sk_rounds")
+_BOOLS = ("sk_first", "gemm_joins_comm")  # two_tiles may be None too
+
+
+def check_types(cfg: OverlapConfig) -> None:
+    """Every field has its type (a string for a number would fail later with an error naming no field), and the
+    wait timeout is a finite number of seconds > 0."""
+    for name in (*_INTS, *_OPTIONAL_INTS):
+        v = getattr(cfg, name)
+        if (v is not None or name in _INTS) and (isinstance(v, bool) or not isinstance(v, int)):
+            raise InvalidConfig(name, f"{name} must be an integer, got {v!r} ({type(v).__name__})")
+    for name in (*_BOOLS, "two_tiles"):
+        v = getattr(cfg, name)
+        if not isinstance(v, bool) and not (v is None and name == "two_tiles"):
+            raise InvalidConfig(name, f"{name} must be True or False, got {v!r}")
+    t = cfg.timeout_s
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < math.inf:
+        raise InvalidConfig("timeout_s", f"timeout_s must be a positive, finite number of seconds, got {t!r}")
+    if cfg.kernel is not None and not isinstance(cfg.kernel, KernelConfig):
+        raise InvalidConfig("kernel", f"kernel must be a stream_k.KernelConfig or None, got {cfg.kernel!r}")
+
+
 def check_names(cfg: OverlapConfig) -> None:
-    """The algorithm, mode, datatype and schedule are known, and the mode is built for the algorithm."""
+    """Every field has its type (check_types); the algorithm, mode, datatype and schedule are known, and the mode
+    is built for the algorithm."""
+    check_types(cfg)
     if cfg.algorithm not in spec.ALGORITHMS:
         raise InvalidConfig("algorithm", f"algorithm must be one of {', '.join(spec.ALGORITHMS)}, got "
                                          f"{cfg.algorithm!r}")
@@ -171,8 +197,6 @@ def check(cfg: OverlapConfig, world: int, target: Target) -> None:
     if not _pow2(cfg.comm_threads) or not 32 <= cfg.comm_threads <= 1024:
         raise InvalidConfig("comm_threads", f"comm_threads must be a power of two in [32, 1024], got "
                                             f"{cfg.comm_threads}")
-    if not 0 < cfg.timeout_s < float("inf"):
-        raise InvalidConfig("timeout_s", f"timeout_s must be a positive number of seconds, got {cfg.timeout_s}")
     # All programs of a launch must be resident at once (they wait on each other).
     if not 1 <= total <= target.max_programs:
         raise InvalidConfig("total_sms", f"total_sms must be in [1, {target.max_programs}] (the device's SMs: every "

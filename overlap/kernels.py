@@ -44,8 +44,10 @@ on the heap:
   CTRL[EPOCH]. The step's kernels end after that, so when a rank's stream reaches the end of a
   step its C is final and the next step may start at once, with no host barrier.
 
-Every wait is bounded by max_spins; a wait that gives up records an error word and carries on, so
-a lost peer fails the step (the host raises) instead of hanging it.
+Every wait is bounded by max_spins; a wait that gives up records the error in every rank's error words
+(iris_ops.error_state: ERRORS lies on the heap) and carries on, and every wait gives up at once once this
+rank's word is set: a lost peer fails the step on every rank (each host raises) instead of hanging it, and
+the steps queued behind it drain without waiting.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.device import ERR_PEER_READY, notify, record_error, wait_local
+from iris_ops.device import ERR_PEER_READY, notify, record_error_all, wait_local_or_error
 from overlap.communication.all_gather import gather_program
 from overlap.communication.comm_loop import comm_program
 from stream_k.kernel import streamk_program
@@ -92,11 +94,11 @@ def _announce(CTRL, e, heap_bases, cur_rank, world_size: tl.constexpr):
 
 
 @triton.jit
-def _wait_arrived(CTRL, e, max_spins, ERRORS, world_size: tl.constexpr):
+def _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr):
     """Wait until every rank (this one included) has arrived at step e."""
     for p in range(0, world_size):
-        if not wait_local(CTRL + _PEERS + p, e, max_spins, "sys"):
-            record_error(ERRORS, _ERR_PEER.value, p)  # the "tile" is the peer's rank
+        if not wait_local_or_error(CTRL + _PEERS + p, e, max_spins, ERRORS, "sys"):
+            record_error_all(ERRORS, _ERR_PEER.value, p, cur_rank, heap_bases, world_size)  # the "tile": the peer
 
 
 @triton.jit
@@ -128,7 +130,7 @@ def _start_comm(c, STEP, STEP_FLAGS, MOVE, e, max_spins, ERRORS, heap_bases, cur
         if c == 0:
             _announce(STEP.CTRL, e, heap_bases, cur_rank, world_size)
     if STEP_FLAGS.WAITS_ARRIVED:
-        _wait_arrived(STEP.CTRL, e, max_spins, ERRORS, world_size)
+        _wait_arrived(STEP.CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
 
 
 @triton.jit
@@ -147,8 +149,8 @@ def _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, wor
                        "sys")
             for i in range(1, world_size):
                 p = (cur_rank + i) % world_size
-                if not wait_local(CTRL + _PEERS + world_size + p, e, max_spins, "sys"):
-                    record_error(ERRORS, _ERR_PEER.value, p)
+                if not wait_local_or_error(CTRL + _PEERS + world_size + p, e, max_spins, ERRORS, "sys"):
+                    record_error_all(ERRORS, _ERR_PEER.value, p, cur_rank, heap_bases, world_size)
         tl.store(CTRL + _CLAIM, 0)
         tl.store(CTRL + _ZERO_COUNT, 0)
         tl.store(CTRL + _FINISHED, 0)
@@ -204,7 +206,7 @@ def overlap_kernel(
             if STEP_FLAGS.ANNOUNCE:
                 if gpid == 0:
                     _announce(CTRL, e, heap_bases, cur_rank, world_size)
-            _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
+            _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
         if GATHER is not None:
             if GATHER_FLAGS.IN_GEMM:  # fused_sequential all_gather_gemm: push this program's share of A, then compute
                 gather_program(gpid, gemm_programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_rank, world_size, BLK_M)
@@ -221,7 +223,7 @@ def overlap_kernel(
         )
         if STEP_FLAGS.COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
             if STEP_FLAGS.WAITS_ARRIVED:
-                _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
+                _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
             comm_program(pid, gemm_programs, pid, MOVE, MOVE_FLAGS, TILE_FN, e, CTRL + _CLAIM, max_spins, ERRORS,
                          COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
         _finish(CTRL, e, STEP.step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, STEP_FLAGS.PEER_SYNC,
@@ -277,7 +279,7 @@ def ce_start_kernel(CTRL, FILL, n_fill, max_spins, ERRORS, heap_bases, cur_rank,
             tl.store(FILL + start + offs, tl.full((FILL_BLOCK,), 0, tl.int32) + e, mask=start + offs < n_fill)
         tl.debug_barrier()
     _announce(CTRL, e, heap_bases, cur_rank, world_size)
-    _wait_arrived(CTRL, e, max_spins, ERRORS, world_size)
+    _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
 
 
 @triton.jit(do_not_specialize=["max_spins", "step_programs"])

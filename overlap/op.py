@@ -36,13 +36,13 @@ from typing import Any
 
 import torch
 
-from iris_ops import Iris, decode_error
+from iris_ops import ErrorState, Iris
 from overlap.algorithms import ALGORITHMS, Algorithm
 from overlap.buffers import OpBuffers
 from overlap.config import OverlapConfig, heap_bytes
 from overlap.modes import MODE_STEPS, ModeSteps
 from overlap.parts import Parts
-from overlap.step import KINDS, STEP_GRAPH, Step, StepRunner
+from overlap.step import KINDS, Step, StepRunner, step_graph_enabled
 from overlap.target import device_target
 from spec import AUTO, Target
 from stream_k import StreamKGemm
@@ -140,7 +140,7 @@ class OverlapOp:
         at the first such call; op.a / op.b are left as they are)."""
         if t is None or t is self._read_in_place.get(name):
             return t
-        if isinstance(t, torch.Tensor) and self._in_place_rows(t):
+        if isinstance(t, torch.Tensor) and t.dim() == 2 and self._in_place_rows(t):
             self._read_in_place[name] = t
             return t
         self._check_input(name, t)
@@ -174,7 +174,7 @@ class OverlapOp:
         step = self._steps.get(key)
         if step is None:
             step = self.mode.build(self.parts, kind, a, b)
-            step.replay = STEP_GRAPH and kind == "step" and self.runner.comm_stream is not None
+            step.replay = step_graph_enabled() and kind == "step" and self.runner.comm_stream is not None
             self._steps[key] = step
             self._preload(kind, step)
         self._last = (a, b, kind, step)
@@ -249,16 +249,22 @@ class OverlapOp:
         if t.device != self.device:
             raise ValueError(f"OverlapOp: {name} must be on {self.device}; got {t.device}")
 
+    @property
+    def error_state(self) -> ErrorState:
+        """The steps' collective error words (iris_ops.error_state): `peek()` between back-to-back steps."""
+        return self.buffers.errors
+
     def check_errors(self) -> None:
-        """Raise if a wait of any step so far gave up (synchronises); the op is then unusable until reset()."""
-        errors = [self.buffers.errors, *(g.errors for g in self.parts.gemms())]
-        for word in errors:
-            code = int(word.item())
-            if code:
-                word.zero_()
-                self.broken = (f"rank {self.rank}: {decode_error(code)} (a wait gave up after "
-                               f"~{self.cfg.timeout_s:g} s)")
-                raise RuntimeError(self.broken)
+        """Raise iris_ops.CollectiveError if a wait of any step so far gave up on any rank. Collective: every rank
+        calls it, and every rank raises or none does (it drains this rank's device work and meets every rank,
+        bounded by IRIS_OPS_TIMEOUT_S). The op is then unusable until reset()."""
+        try:
+            self.buffers.errors.check(self.shmem, timeout_s=self.cfg.timeout_s)
+            for g in self.parts.gemms():  # with one rank the step is the GEMM alone, whose word is its own
+                g.check_errors()
+        except RuntimeError as exc:
+            self.broken = str(exc)
+            raise
 
     def reset(self) -> None:
         """Start the step protocol afresh after a failed step (every rank together; synchronises)."""

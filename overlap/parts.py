@@ -132,7 +132,7 @@ class Parts:
         if seq and alg.zeroes_c:  # fused_sequential all_reduce / gemm_reduce_scatter: the epilogue adds into C
             args.update(C=bufs.c, stride_cm=bufs.c.stride(0), stride_cn=bufs.c.stride(1))
         del args["epoch"]  # the kernel reads the step's epoch from CTRL
-        args["ERRORS"] = bufs.errors  # one error word for every kernel of the step
+        args["ERRORS"] = bufs.errors.words  # the collective error words, for every kernel of the step
         comm = comm_programs > 0
         move, move_flags = self._move(gemm, comm_programs, claim, True) if (comm or join) else (None, None)
         gather, gather_flags = self._gather(a, in_comm=comm, in_gemm=gemm_gathers,
@@ -161,7 +161,7 @@ class Parts:
                            GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=alg.writes_peers,
                            ANNOUNCE=alg.writes_peers and not alg.zeroes_c, ZERO_C=alg.zeroes_c)
         args = {"heap_bases": self.heap_bases, "cur_rank": self.rank, "world_size": self.world,
-                "ERRORS": bufs.errors, "CLOCK": g.clock, "max_spins": g.max_spins, "TIMER": g.timer_kind,
+                "ERRORS": bufs.errors.words, "CLOCK": g.clock, "max_spins": g.max_spins, "TIMER": g.timer_kind,
                 "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m,
                 "STEP": self._step(step_programs, 0, programs), "STEP_FLAGS": flags, "MOVE": move,
                 "MOVE_FLAGS": move_flags, "TILE_FN": alg.tile_fn if move is not None else None,
@@ -190,12 +190,12 @@ class Parts:
         fill, g = self.bufs.fill, self.gemm(self.main_programs)
         return BoundLaunch(ce_start_kernel, 1, {
             **self._peers(), "FILL": fill, "n_fill": fill.numel() if fill is not None else 0,
-            "max_spins": g.max_spins, "ERRORS": self.bufs.errors, "FILL_BLOCK": 128}, {"num_warps": 1})
+            "max_spins": g.max_spins, "ERRORS": self.bufs.errors.words, "FILL_BLOCK": 128}, {"num_warps": 1})
 
     def ce_finish(self, step_programs: int) -> BoundLaunch:
         g = self.gemm(self.main_programs)
         return BoundLaunch(ce_finish_kernel, 1, {**self._peers(), "step_programs": step_programs,
-                                                 "max_spins": g.max_spins, "ERRORS": self.bufs.errors},
+                                                 "max_spins": g.max_spins, "ERRORS": self.bufs.errors.words},
                            {"num_warps": 1})
 
     # ---- copy engines and host-queued copies ---------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any
 
 import spec
 from overlap.candidates import Candidate, Problem
-from overlap.config import PLANNED_FIELDS
+from overlap.config import PLANNED_FIELDS, InvalidConfig
 from overlap.modes import MODE_STEPS
 from spec import AUTO, Target
 from stream_k.configs import KernelConfig, default_config
@@ -170,11 +170,24 @@ class TuningCache:
                 f"triton{triton.__version__}")
 
     def entries(self) -> dict[str, Any]:
+        """The cache's entries ({} while the file does not exist). A file that is not a tuning cache (a folder,
+        unreadable, not a JSON object) raises InvalidConfig("tuning_cache"), rather than being ignored and later
+        overwritten by a --tune."""
         try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+            text = self.path.read_text()
+        except FileNotFoundError:
             return {}
-        return data if isinstance(data, dict) else {}
+        except OSError as exc:
+            raise InvalidConfig("tuning_cache", f"cannot read {self.path} ({exc.strerror}): give a file") from None
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise InvalidConfig("tuning_cache", f"{self.path} is not a tuning cache (not JSON: {exc}); fix it or "
+                                "remove it") from None
+        if not isinstance(data, dict):
+            raise InvalidConfig("tuning_cache", f"{self.path} is not a tuning cache (a JSON {type(data).__name__}, "
+                                "not an object); fix it or remove it")
+        return data
 
     def lookup(self, p: Problem, target: Target) -> Candidate | None:
         """The stored winner for the problem on the target, its GEMM as stream_k.select makes it for those fields

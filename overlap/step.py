@@ -6,16 +6,24 @@ step queues it launch by launch into that capture."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from iris_ops.env import flag_from_env
 from stream_k.launch import BoundLaunch
 
-STEP_GRAPH = os.environ.get("STREAMK_PGAS_STEP_GRAPH", "1") != "0"
+STEP_GRAPH_ENV = "STREAMK_PGAS_STEP_GRAPH"  # 0: no replay; 1 (default): replay from one graph
+
+
+def step_graph_enabled() -> bool:
+    """Whether second-stream steps are replayed from a graph; a bad value of STREAMK_PGAS_STEP_GRAPH raises
+    iris_ops.errors.ConfigError naming it."""
+    return flag_from_env(STEP_GRAPH_ENV, True)
+
+
 STEP_GRAPH_AFTER = 2
 KINDS = ("step", "traced", "gemm_alone", "comm_alone")  # what a step may be (overlap.modes builds each)
 

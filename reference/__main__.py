@@ -1,5 +1,5 @@
 import sys
 
-from reference.cli import main
+from reference.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

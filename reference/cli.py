@@ -15,20 +15,20 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
-from harness.checks import exit_after_rank0
+from iris_ops.bootstrap import launcher_world_size
+from iris_ops.entry import EXIT_FAILED, run_main
 from reference.config import (
     ConfigError,
     check_before_start,
     output_paths,
     parse_config,
-    rank_from_env,
-    world_size_from_env,
 )
 
+PROG = "python -m reference"
 
-def preflight(argv: list[str], world_size: int, prog: str = "python -m reference") -> int:
+
+def preflight(argv: list[str], world_size: int, prog: str = PROG) -> int:
     """Only the checks `main` makes before starting (run.sh calls this before it launches any rank):
     0 when the flags are good for `world_size` ranks, else one line on stderr and 2."""
     try:
@@ -40,48 +40,46 @@ def preflight(argv: list[str], world_size: int, prog: str = "python -m reference
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The work; raises ConfigError for bad input (iris_ops.entry.run_main makes that one line and exit 2)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--"]:  # a launcher's separator (run.sh passes `torchrun ... -m reference -- flags`)
         argv = argv[1:]
-    world_size = world_size_from_env()
-    try:
-        cfg = parse_config(argv, world_size)
-        check_before_start(cfg, world_size)
-    except ConfigError as exc:
-        if rank_from_env() == 0:
-            print(f"python -m reference: error: {exc}", file=sys.stderr, flush=True)
-        return exit_after_rank0(2, rank_from_env(), world_size)
+    world_size = launcher_world_size()
+    cfg = parse_config(argv, world_size)
+    check_before_start(cfg, world_size)
 
     # torch and the world only once the flags are known to be good.
     from harness.runlog import write_record
     from reference.runner import run_variant, summary_line
     from reference.world import init_world
 
-    try:
-        world = init_world(cfg.device, cfg.timeout_s)
-    except Exception as exc:
-        print(f"python -m reference: error: could not start the process group: {exc}", file=sys.stderr, flush=True)
-        return 1
+    world = init_world(cfg.device, cfg.timeout_s)
     paths = output_paths(cfg, world.world_size)
     failed = False
-    try:
-        for key in cfg.variants:
-            record = run_variant(key, world, cfg)
-            if record.get("failed"):
-                failed = True
-                if world.rank == 0:  # no log: the variant did not run (a sweep must not count it done)
-                    print(summary_line(record), file=sys.stderr, flush=True)
-                continue
-            if world.rank == 0:
-                path = paths[key]
-                if path is not None:
-                    write_record(record, path)
-                print(summary_line(record) + (f" -> {path}" if path else ""), flush=True)
-            failed |= record["validation"].get("passed") is False
-    except Exception:
-        # Another rank is likely blocked in a collective: leave at once (mpirun/torchrun stop the rest).
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
+    for key in cfg.variants:
+        record = run_variant(key, world, cfg)
+        if record.get("failed"):
+            failed = True
+            if world.rank == 0:  # no log: the variant did not run (a sweep must not count it done)
+                print(summary_line(record), file=sys.stderr, flush=True)
+            continue
+        if world.rank == 0:
+            path = paths[key]
+            if path is not None:
+                write_record(record, path)
+            print(summary_line(record) + (f" -> {path}" if path else ""), flush=True)
+        failed |= record["validation"].get("passed") is False
     world.close()
     return 1 if failed else 0
+
+
+def entry(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """main's exit code, every failure one line (iris_ops.entry.run_main: exit 2 for bad input, 1 for a failure,
+    130 for Ctrl-C). After a failure the process ends at once: a peer is likely blocked in a collective, and an
+    exit handler (mpi4py's MPI_Finalize) would wait for it; the launcher stops the rest."""
+    code = run_main(lambda: main(argv), prog)
+    if code == EXIT_FAILED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

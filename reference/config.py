@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,26 +159,6 @@ def output_paths(cfg: RefConfig, world_size: int) -> dict[str, Path | None]:
         else:
             out[variant] = None
     return out
-
-
-def world_size_from_env() -> int:
-    """The world size the launcher announced (mpirun or torchrun), without any communication."""
-    for key in ("OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"):
-        if key in os.environ:
-            return int(os.environ[key])
-    return 1
-
-
-def rank_from_env() -> int:
-    """This process's rank as the launcher announced it (0 without one): errors found before the
-    process group exists are printed by rank 0 only."""
-    for key in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "RANK"):
-        if key in os.environ:
-            try:
-                return int(os.environ[key])
-            except ValueError:
-                continue
-    return 0
 
 
 def check_before_start(cfg: RefConfig, world_size: int) -> None:

@@ -23,6 +23,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from iris_ops.bootstrap import startup_failure
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -170,6 +172,10 @@ def init_world(requested_device: str, timeout_s: float) -> World:
         kwargs.update(store=store, rank=0, world_size=1)
     else:
         kwargs["init_method"] = "env://"
-    dist.init_process_group(**kwargs)
+    try:
+        dist.init_process_group(**kwargs)
+    except (RuntimeError, TimeoutError, ValueError) as exc:  # torch's DistError family: a store time-out, a refusal
+        raise TimeoutError(startup_failure(p.rank, "torch.distributed start-up", timeout_s, exc, "--timeout_s")
+                           ) from None
     host_group = dist.group.WORLD if backend == "gloo" else dist.new_group(backend="gloo", timeout=timeout)
     return World(placement=p, device=device, backend=backend, comm_library=comm_library, host_group=host_group)

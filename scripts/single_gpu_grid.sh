@@ -2,7 +2,7 @@
 # What one GPU can check of the shape grid (issue 12): the Stream-K GEMM alone on every grid shape's
 # 2-rank shard beside cuBLAS (TMA, all SMs), the unaligned shape validated and timed (world 1, and two
 # ranks sharing the GPU for the cross-process protocol), and --tune writing and a plain run reading the
-# tuning cache. Source scripts/gpu_session.sh first; results land in $WORK, packed by `finish`.
+# tuning cache. Source scripts/gpu_runs.sh first; results land in $WORK, packed by `finish`.
 set -uo pipefail
 AR_SHARDS=512x8192x4096,1024x8192x4096,2048x4096x7168,4096x8192x14336,4096x57344x4096,16384x8192x4096,4864x4096x4128,8192x8192x4096,1000x3000x1250
 AS_SHARDS=512x4096x8192,1024x4096x8192,2048x2048x14336,4096x4096x28672,4096x28672x8192,16384x4096x8192,4864x2048x8256,8192x4096x8192,1000x1500x2500

@@ -4,7 +4,9 @@
 # pytest's exit code 5 (no tests collected) counts as a failure.
 source "$(dirname "$0")/env.sh" test
 set +e
-python -m pytest -q tests "$@"
+# Two workers, one test file each at a time: a file's module fixtures are made once, and the tests that use
+# torchrun's fixed port (tests/test_iris_entry.py) run one after another; every test has its own shm folder.
+python -m pytest -q -n 2 --dist loadfile tests "$@"
 rc=$?
 if [ "$rc" = 5 ]; then echo "pytest collected no tests: failing" >&2; rc=1; fi
 exit "$rc"

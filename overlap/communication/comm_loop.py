@@ -6,8 +6,8 @@ programs that have finished their own tiles can join in and share the tail. It w
 loads until the tile's ready words reach the step's epoch `e` (READY_SOURCES words per tile: one
 for a tile this rank's GEMM makes, one per rank for one_shot, whose tile needs every rank's
 partial; 0 for communication timed alone, with every tile taken as ready), then calls the
-algorithm's TILE_FN on it. A wait that times out records an error word and moves on, so a lost
-flag fails the run instead of hanging it.
+algorithm's TILE_FN on it. A wait that times out records the error on every rank (iris_ops.error_state)
+and moves on, so a lost flag fails the step everywhere instead of hanging it.
 
 TILE_FN(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
 moves the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC into MOVE.DST (overlap.kernel_args.Move) in sub-tiles of
@@ -19,8 +19,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.device import read_timer, record_error, wait_local
+from iris_ops.device import ERR_TILE_READY, read_timer, record_error_all, wait_local_or_error
 from stream_k.tiles import tile_coords
+
+_ERR_TILE: tl.constexpr = tl.constexpr(ERR_TILE_READY)
 
 
 @triton.jit
@@ -33,11 +35,11 @@ def _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.conste
         t_wait = read_timer(CLOCK, TIMER)
     for s in tl.static_range(READY_SOURCES):
         if MOVE_FLAGS.READY_SYS:
-            ok = wait_local(MOVE.READY + s * n_tiles + tile_id, e, max_spins, "sys")
+            ok = wait_local_or_error(MOVE.READY + s * n_tiles + tile_id, e, max_spins, ERRORS, "sys")
         else:
-            ok = wait_local(MOVE.READY + s * n_tiles + tile_id, e, max_spins, "gpu")
+            ok = wait_local_or_error(MOVE.READY + s * n_tiles + tile_id, e, max_spins, ERRORS, "gpu")
         if not ok:
-            record_error(ERRORS, 2, tile_id)  # ERR_TILE_READY
+            record_error_all(ERRORS, _ERR_TILE.value, tile_id, cur_rank, heap_bases, world_size)
     if COMM_TRACE is not None:
         t_ready = read_timer(CLOCK, TIMER)
     pid_m, pid_n = tile_coords(tile_id, MOVE.M, MOVE.N, BLK_M, BLK_N, GSIZE_M)

@@ -17,9 +17,10 @@ prints "OP_API_FAIL <name> rank R: <what>" and exits non-zero):
     interleave  two ops of different algorithms on one heap called op1, op2, op1, op2, ...: each C right
                 after its own step and still right after the other op's step
     timeout     only rank 0 calls an op with timeout_s=0.5 (all_reduce fused, all_scatter two_streams,
-                one_shot bulk_sync): the call ends and check_errors() raises RuntimeError within a bounded
-                time; the op is then broken (calling it raises) until reset() on both ranks, after which
-                steps on both ranks are right again
+                one_shot bulk_sync): the call ends and check_errors() raises CollectiveError within a bounded
+                time on rank 0 and on rank 1, which ran nothing (the error state is collective: rank 0's
+                give-up is written into rank 1's words); the op is then broken (calling it raises) until
+                reset() on both ranks, after which steps on both ranks are right again
     create_skew (only with --only create_skew) the ranks create the op 1 s
                 apart with no barrier after create(): the first steps must still be right
 """
@@ -35,6 +36,7 @@ import torch
 from op_back_to_back import TOL, cpu_options, global_inputs, load_inputs, rel_error, shards, sync
 
 import iris_ops
+from iris_ops import CollectiveError
 from overlap.op import OverlapConfig, OverlapOp
 
 M = N = K = 32
@@ -234,16 +236,17 @@ def timeout_case(shmem, alg: str, mode: str) -> str:
         expect_error(RuntimeError, lambda: op.run(op.step_for()), "unusable")
         expect_error(RuntimeError, lambda: op(op.a, op.b), "unusable")
         detail = f"step returned after {called:.1f} s, check_errors raised after {elapsed:.1f} s: {msg}"
-    else:
-        op.check_errors()  # rank 1 ran nothing: nothing to raise
-        assert op.broken is None
+    else:  # rank 1 ran nothing, but no rank may trust a step that failed on one
+        msg = expect_error(CollectiveError, op.check_errors, "rank 1: rank 0 gave up", "timed out")
+        assert op.broken is not None, "op.broken is not set on rank 1 after check_errors() raised"
+        detail = f"rank 1 raised too: {msg}"
     op.reset()  # collective
     assert op.broken is None, "op.broken still set after reset()"
     for i in range(3):
         op()
         check_c(op, a, b, f"step {i + 1} after reset()")
     shmem.barrier()
-    return detail or "rank 1: no error, steps after reset right"
+    return detail
 
 
 def check_create_skew(shmem) -> str:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Batched GPU work for one device session (2 GPUs). Source it and call the steps you need; each step
+# Batched GPU work for one machine (2 GPUs). Source it and call the steps you need; each step
 # has its own time limit so one slow step cannot starve the rest. Logs and JSON records collect in
-# $WORK; `finish` packs them into $OUT/session.tgz and prints a one-line-per-run summary.
+# $WORK; `finish` packs them into $OUT/runs.tgz and prints a one-line-per-run summary.
 #
-#   source scripts/gpu_session.sh
+#   source scripts/gpu_runs.sh
 #   env_info; gemm_bench; overlap 8192x8192x8192; reference 8192x8192x8192; micro; gpu_tests; finish
 #
 # overlap takes its lists from the environment: ALGORITHMS, MODES, GEMM_SMS, CTM (comma-separated),
@@ -106,7 +106,7 @@ for f in sorted(pathlib.Path(sys.argv[1]).rglob("*.json")):
                 f"galone {comp.get('gemm_alone_ms', nan):.4f} calone {comp.get('comm_alone_ms', nan):.4f}")
 print("\n".join(rows))
 EOF
-  tar czf "$OUT/session.tgz" -C "$WORK" .
+  tar czf "$OUT/runs.tgz" -C "$WORK" .
   cp "$WORK/summary.txt" "$OUT/summary.txt"
   cat "$WORK/summary.txt"
 }

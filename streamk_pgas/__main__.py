@@ -1,0 +1,5 @@
+import sys
+
+from streamk_pgas.cli import main
+
+sys.exit(main())
