@@ -120,6 +120,10 @@ class StreamKGemm:
         self.epoch = 0
         self._counted = 0  # the host's count when the device last counted a launch
         self._bound: OrderedDict[tuple, BoundLaunch] = OrderedDict()  # the call's buffers -> their bound launch
+        # plain calls (no epilogue, flags, trace or peers) on A, B read in place, by the identity of a, b, c: the
+        # bound launch without looking at the tensors again (the tensors are kept, so their ids stay theirs)
+        self._plain: OrderedDict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                             BoundLaunch]] = OrderedDict()
         self.hip = is_hip() if arch is None else arch_code(arch) == 2
         amd = {"waves_per_eu": cfg.waves_per_eu, "matrix_instr_nonkdim": cfg.matrix_instr_nonkdim, "kpack": cfg.kpack}
         self._amd_options = {k: v for k, v in amd.items() if v is not None} if self.hip else {}
@@ -270,7 +274,18 @@ class StreamKGemm:
         (stream_k.layout.tma_rows: for bf16 / fp16, a row stride that is a multiple of 8 elements); otherwise each
         is first copied into a staging buffer of this GEMM with padded rows (one device copy per call, counted in
         `staged_copies`), and C is stored by the copy engine when its rows are 16-byte aligned, else by the
-        program's threads."""
+        program's threads. A plain call (no epilogue, flags, trace or peers) on tensors that an earlier call read in
+        place reuses that call's bound launch by the tensors' identity: swapping a tensor's storage in place
+        (`Tensor.set_`) between calls is not seen."""
+        plain = (epoch is None and epilogue is None and tile_flags is None and gemm_trace is None and heap_bases is None
+                 and world_size == 1 and cur_rank == 0)
+        if plain and self._counted == self.epoch:
+            known = self._plain.get((id(a), id(b), id(c)))
+            if known is not None and known[0] is a and known[1] is b and known[2] is c:
+                self._counted = self.next_epoch()
+                known[3](stream if stream is not None and self.partials.is_cuda else None)
+                return c
+        given = (a, b)
         if self.config.tma:
             a, b = self._staged(a, 0), self._staged(b, 1)
         if epoch is not None:
@@ -281,6 +296,10 @@ class StreamKGemm:
                                  self.launch_options())
         else:
             launch = self._launch_for(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size)
+            if plain and a is given[0] and b is given[1]:  # read in place: the next call with a, b, c goes straight
+                self._plain[(id(a), id(b), id(c))] = (a, b, c, launch)
+                if len(self._plain) > BOUND_LAUNCHES:
+                    self._plain.popitem(last=False)
             if self._counted != self.epoch:
                 # an explicit epoch or launch_args moved the host's count since the device last counted: the
                 # device's count goes on after it (in stream order, before this launch)
