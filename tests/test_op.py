@@ -189,7 +189,7 @@ def test_world_one_step_is_the_gemm_alone_reading_user_tensors_in_place(alg: str
             sh.reset_allocator()
             op = OverlapOp.create(sh, alg, 48, 64, 32, "fp32", mode, total_sms=4,
                                   gemm_sms=4 if mode == "copy_engine" else 2, kernel=CPU_KERNEL)
-            a, b = torch.randn(op.a.shape), torch.randn(op.b.shape)
+            a, b = torch.randn(op.a.shape, device=op.device), torch.randn(op.b.shape, device=op.device)
             launches = op.launches("step", a, b)
             assert [x.name for x in launches] == ["streamk_gemm_kernel"], (mode, launches)
             (gemm,) = launches
