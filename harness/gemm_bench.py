@@ -24,8 +24,10 @@ from typing import Any
 
 import torch
 
+import spec
 from harness import runlog
 from harness.dtypes import DATATYPES, random_inputs
+from harness.timing import sample_ms
 from stream_k.configs import default_config
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
@@ -130,22 +132,6 @@ def plus_one_shape(programs: int, blk_m: int, blk_n: int, k: int) -> tuple[int, 
     return tm * blk_m, (tiles // tm) * blk_n, k
 
 
-def _time(fn, warmup: int, rep: int, gpu: bool) -> list[float]:
-    """Per-run milliseconds: do_bench's samples on a GPU, host clock runs on the CPU."""
-    if gpu:
-        from triton.testing import do_bench
-
-        return list(do_bench(fn, warmup=warmup, rep=rep, return_mode="all"))
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(rep):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
-
-
 def _reference(a: torch.Tensor, b: torch.Tensor, name: str) -> torch.Tensor:
     if name == "int8":
         if a.is_cuda:
@@ -172,8 +158,7 @@ def _config(args: argparse.Namespace):
 def _record(args, impl: str, shape, schedule: str | None, samples: list[float], warmup: int, rel: float,
             extra: dict[str, Any]) -> dict[str, Any]:
     m, n, k = shape
-    elem = torch.tensor([], dtype=DATATYPES[args.datatype]).element_size()
-    sizes = runlog.problem_sizes("gemm", m, n, k, args.datatype, 1, elem)
+    sizes = runlog.problem_sizes(spec.FAMILIES["gemm"], m, n, k, args.datatype, 1)
     timing = runlog.timing_section(samples, {"gemm": samples}, sizes["flops_per_rank"], len(samples), warmup)
     tol = 0.0 if args.datatype == "int8" else (1e-4 if args.datatype == "fp32" else 2e-2)
     flags = {"m": m, "n": n, "k": k, "datatype": args.datatype, "schedule": schedule,
@@ -215,7 +200,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         b = random_inputs((k, n), args.datatype, gen, device)
         flops = 2 * m * n * k
         ref = _reference(a, b, args.datatype)
-        base_samples = _time(lambda a=a, b=b: _reference(a, b, args.datatype), warmup, rep, gpu)
+        base_samples = sample_ms(lambda a=a, b=b: _reference(a, b, args.datatype), warmup, rep, gpu)
         base_ms = runlog.summarize_ms(base_samples)["median"]
         rows = [(base_impl, "-", None, None, base_samples, 0.0, {"num_programs": None})]
         for variant, schedule in [(v, s) for v in args.variant_list for s in schedules]:
@@ -227,7 +212,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             # cuBLAS reads the plain contiguous inputs; ours read them with padded rows when a row is not a
             # multiple of 16 elements (the layout OverlapOp's own buffers have), the same values
             pa, pb = padded_copy(a), padded_copy(b)
-            samples = _time(lambda g=gemm, a=pa, b=pb, c=c: g(a, b, c), warmup, rep, gpu)
+            samples = sample_ms(lambda g=gemm, a=pa, b=pb, c=c: g(a, b, c), warmup, rep, gpu)
             gemm.check_errors()
             rel = _rel_error(c, ref)
             ms = runlog.summarize_ms(samples)["median"]

@@ -40,6 +40,7 @@ import torch
 from harness import runlog, sysinfo
 from harness.checks import ConfigError, OneLineParser
 from harness.dtypes import DATATYPES, random_inputs
+from harness.timing import sample_ms
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
 from stream_k.plan import MAX_SK_ROUNDS
@@ -201,22 +202,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 # ---- timing ----------------------------------------------------------------------------------------------
 
-def _isolated_ms(fn: Any, warmup: int, rep: int, gpu: bool) -> list[float]:
-    """Per-run milliseconds: do_bench's samples (L2 flushed before each) on a GPU, the host clock on the CPU."""
-    if gpu:
-        from triton.testing import do_bench
-
-        return list(do_bench(fn, warmup=warmup, rep=rep, return_mode="all"))
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(rep):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
-
-
 def _loop_ms(calls: list[Any], estimate_ms: float, gpu: bool) -> float:
     """Milliseconds per call of `calls` (rotating) launched back to back (NaN off the GPU)."""
     if not gpu:
@@ -282,7 +267,7 @@ def read_bandwidth_tb_s() -> float:
 
 
 def _timings(calls: list[Any], warmup: int, rep: int, gpu: bool, graph: bool) -> dict[str, float]:
-    samples = _isolated_ms(calls[0], warmup, rep, gpu)
+    samples = sample_ms(calls[0], warmup, rep, gpu)
     stats = runlog.summarize_ms(samples)
     loop = _loop_ms(calls, stats["min"], gpu)
     return {"ms": stats["median"], "p10_ms": stats["p10"], "p90_ms": stats["p90"], "loop_ms": loop,

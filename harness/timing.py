@@ -77,6 +77,23 @@ class StepTimer:
         return {k: (e - s) * 1e3 for k, (s, e) in self._spans.items()}
 
 
+def sample_ms(fn: Callable[[], Any], warmup: int, rep: int, gpu: bool) -> list[float]:
+    """Milliseconds of `rep` isolated runs of fn: triton.testing.do_bench's samples on a GPU (L2 flushed before
+    each run), the host clock on the CPU."""
+    if gpu:
+        from triton.testing import do_bench
+
+        return list(do_bench(fn, warmup=warmup, rep=rep, return_mode="all"))
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(rep):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
 def time_iterations(
     step: Callable[[StepTimer], None],
     *,

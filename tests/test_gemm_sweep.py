@@ -53,3 +53,15 @@ def test_sweep_rows_and_csv(tmp_path: Path) -> None:
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert meta["git"]["commit"] and meta["argv"][:2] == ["--shapes", "64x64x64,40x72x56"]
     assert "geomean" in r.stdout
+
+
+def test_gemm_bench_writes_validated_records(tmp_path: Path) -> None:
+    """harness.gemm_bench (cuBLAS beside the Stream-K GEMM, one JSON record per implementation) runs end to end."""
+    r = subprocess.run([sys.executable, "-m", "harness.gemm_bench", "--shapes", "64x64x64", "--datatype", "fp32",
+                        "--output_dir", str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("*.json"))]
+    assert records and all(rec["validation"]["passed"] for rec in records), r.stdout
+    for rec in records:
+        z = rec["sizes"]
+        assert z["flops"] == 2 * z["m"] * z["n"] * z["k"] > 0, z
