@@ -362,17 +362,8 @@ def wait_or_error(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, e
     """`wait` that also gives up as soon as this rank's error word (error_ptr, in the caller's own heap) is
     non-zero, i.e. once any rank recorded an error with record_error_all. True only if the flag was reached:
     on False the caller records its own error (record_error_all keeps the first one) and moves on."""
-    ptr = translate(flag_ptr, cur_rank, flag_rank, heap_bases)
-    spins = 0
-    seen = _acquire_load(ptr, scope)
-    err = tl.load(error_ptr, volatile=True)
-    while (seen < value) & (spins < max_spins) & (err == 0):
-        seen = _acquire_load(ptr, scope)
-        err = tl.load(error_ptr, volatile=True)
-        spins += 1
-    if _ARCH != 1:
-        seen = _acquire_rmw(ptr, scope)
-    return seen >= value
+    return wait_local_or_error(translate(flag_ptr, cur_rank, flag_rank, heap_bases), value, max_spins, error_ptr,
+                               scope)
 
 
 @triton.jit
