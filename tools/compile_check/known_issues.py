@@ -17,8 +17,7 @@ _POINTER = ("int8 and fp32 go through pointers by default (stream_k.select.defau
             "128x256x128 and fp32 128x128x32 tiles spill there: with a ragged K (the masked last K block beside the "
             "accumulator) or in the fix-up")
 _ONE_SHOT = ("one_shot's reduction at world 8 (overlap/communication/one_shot.py, two ranks' loads of a sub-tile in "
-             "flight at a time, the sub-tiles of a tile unrolled): the NVIDIA builds still spill a little (AMD's no "
-             "longer do)")
+             "flight at a time, the sub-tiles of a tile unrolled): the NVIDIA builds spill a little, AMD's do not")
 _RS_EPILOGUE = ("gemm_reduce_scatter fused_sequential adds the finished 128x256 tile into its owners' rows from the "
                 "GEMM program's epilogue (overlap/communication/reduce_scatter.py: a column quarter at a time, "
                 "atomics in a loop over the owners); sm_90 spills 8 B there")
