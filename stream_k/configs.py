@@ -3,8 +3,17 @@
 Measured / checked:
 - sm_90 (H100/H200) bf16/fp16: 128x256x64, 3 stages, 8 warps reached 0.96-0.99x cuBLAS with an unmasked
   main loop (measured on one H200; masked loads in the main loop ran at 0.44x cuBLAS); 4 stages does not
-  fit shared memory. fp32 and int8 configs are checked by the compile check (tools/compile_check: fit in shared
-  memory; their spills through pointers in tools/compile_check/known_issues.py), not timed.
+  fit shared memory.
+- sm_90 / sm_100 int8 and fp32 (through pointers, stream_k.select.default_tma): chosen with the compile check
+  (tools/compile_check, Triton 3.9), not timed on a GPU: the largest tiles none of whose builds in the check (ragged
+  K, a caller's rows that are not a multiple of 16 elements, traced, 1 and 2 Stream-K rounds) spills on sm_90 or
+  sm_100. int8 128x128x32, 4 stages, 8 warps: 168-250 registers. Spilling (worst build): 128x256x128 (4 KB),
+  128x256x64 (1.8 KB), 128x256x32 (740 B), 128x128x128 (1.7 KB), 128x128x64 (540 B), 64x128x128 on 4 warps (4.7 KB),
+  mostly on the unaligned rows. fp32 128x128x16, 2 stages, 8 warps: 170-208 registers. Spilling: 128x128x32 (470
+  B), 128x128x16 with 3 stages (108 B), 64x128x32 and 64x128x16 on 4 warps (730 / 104 B). Both tiles read one
+  partial at a time in the Stream-K fix-up (max_reduce_loads 1): two or three, the rule's count, spill up to 216 B.
+  A 128x64 tile does not spill either (fp32 128x64x32, 3 stages: 106-194 registers) but loads twice the bytes per
+  multiply-add.
 - "interpreter": small tiles so Triton's CPU interpreter finishes quickly.
 - int8 needs BLK_K >= 32 (tl.dot's minimum K for 8-bit inputs on NVIDIA).
 - AMD CDNA3 / CDNA4 (gfx942 MI300X, gfx950 MI355X): Iris's own Stream-K GEMM examples on MI300X (256x64x64
@@ -14,6 +23,7 @@ Measured / checked:
   ~45 on gfx942 and gfx950, while 256x64x64 takes ~150 VGPRs, 40 KiB of LDS and no scratch. fp32 halves BLK_K
   (256x64x64 fp32 needs 80 KiB of LDS, the CU has 64 KiB on gfx942); int8 keeps BLK_K 64 (with 128 a ragged K
   spills a VGPR on gfx942). Compiled only: not yet run on an AMD GPU.
+- sm_80 and older NVIDIA GPUs (_NVIDIA_SM80): not built by the compile check.
 """
 
 from __future__ import annotations
@@ -34,6 +44,8 @@ class KernelConfig:
     tma: load A and B through tensor descriptors (NVIDIA sm_90+; inputs need a unit last stride and
     16-byte aligned rows). Off by default: the pointer path is the one measured and the one the
     interpreter runs.
+    max_reduce_loads: the most partials the Stream-K fix-up reads at once (reduce_loads); a table lowers it where
+    the rule's count spills.
     """
 
     BLK_M: int = 128
@@ -48,6 +60,7 @@ class KernelConfig:
     matrix_instr_nonkdim: int | None = None
     kpack: int | None = None
     tma: bool = False
+    max_reduce_loads: int = 8
 
     def replace(self, **changes: Any) -> KernelConfig:
         return replace(self, **changes)
@@ -58,16 +71,17 @@ class KernelConfig:
     @property
     def reduce_loads(self) -> int:
         """Partials the Stream-K fix-up reads at once: as many half-tile loads as fit beside the tile's two half sums
-        in ~160 registers a thread (one for 128 x 256 on 8 warps, three for 64 x 128 on 4, eight for 64 x 64 on 4)."""
+        in ~160 registers a thread (one for 128 x 256 on 8 warps, three for 64 x 128 on 4, eight for 64 x 64 on 4), and
+        no more than max_reduce_loads."""
         regs_per_half = max(1, self.BLK_M * self.BLK_N // 2 // (32 * self.num_warps))
-        return max(1, min(8, (160 - 2 * regs_per_half) // regs_per_half))
+        return max(1, min(self.max_reduce_loads, (160 - 2 * regs_per_half) // regs_per_half))
 
 
 _NVIDIA_SM90 = {
     "bf16": KernelConfig(128, 256, 64, 3, 8),
     "fp16": KernelConfig(128, 256, 64, 3, 8),
-    "fp32": KernelConfig(128, 128, 32, 3, 8),
-    "int8": KernelConfig(128, 256, 128, 3, 8),
+    "fp32": KernelConfig(128, 128, 16, 2, 8, max_reduce_loads=1),
+    "int8": KernelConfig(128, 128, 32, 4, 8, max_reduce_loads=1),
 }
 _NVIDIA_SM80 = {
     "bf16": KernelConfig(128, 128, 64, 3, 8),
