@@ -21,6 +21,7 @@ With one rank there is nothing to move: every algorithm's GEMM writes C itself (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ import spec
 from overlap.communication.all_gather import gathered_store_epilogue
 from overlap.communication.all_reduce import all_reduce_push_epilogue, all_reduce_tile
 from overlap.communication.all_scatter import all_scatter_push_epilogue, all_scatter_tile
-from overlap.communication.one_shot import one_shot_publish_epilogue, one_shot_tile
+from overlap.communication.one_shot import one_shot_publish_epilogue, one_shot_tile, sub_tile_rows
 from overlap.communication.reduce_scatter import reduce_scatter_push_epilogue, reduce_scatter_tile
 from stream_k.kernel import store_and_signal
 
@@ -46,6 +47,9 @@ class Algorithm:
     # mode copy_engine's schedule (overlap.copy_steps): "scatter" C's columns to every peer, "reduce_rows" (send
     # each owner its rows of the partial, add what arrives), "gather_a" (A's rows to every peer)
     copy_schedule: str | None = None
+    # the rows of the communication sub-tile for (the GEMM tile's BLK_M, world size) when not given (None: BLK_M,
+    # the whole tile); its columns are the tile's
+    comm_tile_rows: Callable[[int, int], int] | None = None
 
     @property
     def name(self) -> str:
@@ -77,7 +81,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
               ready_from_every_rank=False, writes_peers=True, zeroes_c=False, partial_buffer=False,
               copy_schedule="scatter"),
     Algorithm(_S["one_shot"], one_shot_tile, one_shot_publish_epilogue, None,
-              ready_from_every_rank=True, writes_peers=False, zeroes_c=False, partial_buffer=True),
+              ready_from_every_rank=True, writes_peers=False, zeroes_c=False, partial_buffer=True,
+              comm_tile_rows=sub_tile_rows),
     Algorithm(_S["all_gather_gemm"], None, gathered_store_epilogue, None,
               ready_from_every_rank=False, writes_peers=True, zeroes_c=False, partial_buffer=False,
               copy_schedule="gather_a"),

@@ -39,7 +39,7 @@ class OverlapConfig:
     total_sms: int | None = None  # programs in all (the device's SM count)
     gemm_sms: int | None = None  # programs doing GEMM work while there are peers; the rest communicate
     kernel: KernelConfig | None = None  # GEMM tile, stages, warps, TMA
-    comm_tile_m: int | None = None  # the block a communication step moves (a whole GEMM tile)
+    comm_tile_m: int | None = None  # the block a communication step moves (planned: overlap.planner.comm_tile)
     comm_tile_n: int | None = None
     comm_threads: int = 256  # threads per program of the separate communication kernel
     two_tiles: bool | None = None  # with schedule hybrid: Stream-K on one more full wave of tiles (planned)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import spec
+from overlap.algorithms import ALGORITHMS
 from overlap.candidates import Candidate, Problem
 from overlap.config import PLANNED_FIELDS, InvalidConfig
 from overlap.modes import MODE_STEPS
@@ -79,6 +80,13 @@ def gemm_options(p: Problem, target: Target, programs: int, fixed: Mapping[str, 
     return out
 
 
+def comm_tile(p: Problem, kernel: KernelConfig) -> tuple[int, int]:
+    """The communication sub-tile (rows, columns) when not given: the GEMM tile, or fewer rows where the algorithm
+    says so for the world size (overlap.algorithms: comm_tile_rows)."""
+    rows = ALGORITHMS[p.algorithm].comm_tile_rows
+    return (kernel.BLK_M if rows is None else rows(kernel.BLK_M, p.world_size)), kernel.BLK_N
+
+
 def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None = None) -> list[Candidate]:
     """Every candidate that agrees with the fixed fields, best predicted first."""
     fixed = given(fixed)
@@ -92,8 +100,8 @@ def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None 
         for g in steps.gemm_sms_options(T, fixed, p.world_size):
             programs = spec.MODES[name].gemm_programs(T, g, p.world_size)
             for choice in gemm_options(p, target, programs, fixed):
-                c = Candidate(name, T, g, choice, fixed.get("comm_tile_m", choice.config.BLK_M),
-                              fixed.get("comm_tile_n", choice.config.BLK_N))
+                ctm, ctn = comm_tile(p, choice.config)
+                c = Candidate(name, T, g, choice, fixed.get("comm_tile_m", ctm), fixed.get("comm_tile_n", ctn))
                 out.append(dataclasses.replace(c, predicted_ms=steps.cost(p, target, c)))
     out.sort(key=lambda c: c.predicted_ms)
     return out

@@ -82,6 +82,19 @@ def test_explicit_flags_win_and_the_log_says_what_was_planned() -> None:
     assert cfg.as_flags()["plan"] == cfg.plan  # in the JSON log
 
 
+def test_communication_tile_is_the_gemm_tile_but_one_shot_halves_it_beyond_two_ranks() -> None:
+    """The communication sub-tile is the GEMM tile, except one_shot's beyond PEER_LOADS (2) ranks: half its rows, so
+    its accumulator, two ranks' loads and their addresses fit in the registers (a given tile wins)."""
+    for world in (2, 4, 8):
+        for alg in ("all_reduce", "one_shot"):
+            c = plan(Problem(alg, 4864, 4096, 8256, "bf16", world), H200_TARGET).choice
+            k = c.gemm.config
+            rows = k.BLK_M // 2 if alg == "one_shot" and world > 2 else k.BLK_M
+            assert (c.comm_tile_m, c.comm_tile_n) == (rows, k.BLK_N), (alg, world, c.describe())
+    given = plan(Problem("one_shot", 4864, 4096, 8256, "bf16", 8), H200_TARGET, {"comm_tile_m": 128}).choice
+    assert given.comm_tile_m == 128
+
+
 def test_cpu_uses_the_small_interpreter_config() -> None:
     cfg = parse_config([], CPU, 2)
     op = cfg.op

@@ -19,6 +19,14 @@ from overlap.communication.comm_loop import subtile_offsets
 PEER_LOADS: tl.constexpr = tl.constexpr(2)  # ranks whose sub-tile loads one_shot_tile keeps in flight together
 
 
+def sub_tile_rows(blk_m: int, world_size: int) -> int:
+    """Rows of the sub-tile one_shot_tile reduces at once by default (its columns: the whole tile's): the whole tile
+    while every rank's load is in flight at once (world_size <= PEER_LOADS); beyond that, half of it: the accumulator,
+    PEER_LOADS ranks' loads and the sub-tile's addresses (kept for the ranks still to read) are then live together,
+    which for a whole 128 x 256 tile on 8 warps spills on sm_90 (28-72 B, the compile check)."""
+    return blk_m if world_size <= PEER_LOADS.value else max(1, blk_m // 2)
+
+
 @triton.jit
 def one_shot_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
                   BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
