@@ -102,6 +102,10 @@ def translate(ptr, from_rank, to_rank, heap_bases):
     negative one), reaching the wrong address. There the address goes through an integer, as Iris
     does: the access stays a global one. The price is what the compiler knew of `ptr`'s contiguity:
     those accesses are not vectorised.
+
+    A block of addresses is cheaper moved as its base: `translate(base, ...) + offsets` keeps one translated address
+    per peer live, `translate(base + offsets, ...)` one per element (AMD: a 64-bit integer each), which the op's
+    loops over peers (overlap.communication) cannot afford beside a GEMM's registers.
     """
     from_base = tl.load(heap_bases + from_rank)
     to_base = tl.load(heap_bases + to_rank)

@@ -18,10 +18,10 @@ def all_reduce_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
         for sn in tl.static_range(BLK_N // CTN):
             rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
             vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
-            dst = MOVE.DST + rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
+            offs = rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
             for i in range(0, world_size):
                 peer = (cur_rank + 1 + i) % world_size  # peers first, own copy last
-                tl.atomic_add(translate(dst, cur_rank, peer, heap_bases), vals, mask=mask,
+                tl.atomic_add(translate(MOVE.DST, cur_rank, peer, heap_bases) + offs, vals, mask=mask,
                               sem="relaxed", scope="sys")
 
 
@@ -31,7 +31,7 @@ def all_reduce_push_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id
     """fused_sequential: the GEMM program adds its tile straight into every rank's C."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     vals = acc.to(C.dtype.element_ty)
-    ptrs = C + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    offs = rm[:, None] * stride_cm + rn[None, :] * stride_cn
     for i in range(0, world_size):
         peer = (cur_rank + 1 + i) % world_size
-        tl.atomic_add(translate(ptrs, cur_rank, peer, heap_bases), vals, mask=mask, sem="relaxed", scope="sys")
+        tl.atomic_add(translate(C, cur_rank, peer, heap_bases) + offs, vals, mask=mask, sem="relaxed", scope="sys")

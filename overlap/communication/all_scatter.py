@@ -18,10 +18,10 @@ def all_scatter_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
         for sn in tl.static_range(BLK_N // CTN):
             rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
             vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
-            dst = MOVE.DST + rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
+            offs = rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
             for i in range(1, world_size):
                 peer = (cur_rank + i) % world_size
-                tl.store(translate(dst, cur_rank, peer, heap_bases), vals, mask=mask)
+                tl.store(translate(MOVE.DST, cur_rank, peer, heap_bases) + offs, vals, mask=mask)
 
 
 @triton.jit
@@ -30,7 +30,7 @@ def all_scatter_push_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_i
     """fused_sequential: the GEMM program stores its tile here and straight into every peer's C."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     vals = acc.to(C.dtype.element_ty)
-    ptrs = C + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    offs = rm[:, None] * stride_cm + rn[None, :] * stride_cn
     for i in range(0, world_size):
         peer = (cur_rank + i) % world_size
-        tl.store(translate(ptrs, cur_rank, peer, heap_bases), vals, mask=mask)
+        tl.store(translate(C, cur_rank, peer, heap_bases) + offs, vals, mask=mask)

@@ -26,8 +26,8 @@ def _add_rows_to_owners(vals, rm, rn, mask, M, DST, stride_dm, stride_dn, heap_b
             local = rm - p * a_rows
             pmask = mask & ((local >= 0) & (local < a_rows))[:, None]
             local = tl.where((local >= 0) & (local < a_rows), local, 0)
-            dst = DST + local[:, None] * stride_dm + rn[None, :] * stride_dn
-            tl.atomic_add(translate(dst, cur_rank, p, heap_bases), vals, mask=pmask, sem="relaxed", scope="sys")
+            offs = local[:, None] * stride_dm + rn[None, :] * stride_dn
+            tl.atomic_add(translate(DST, cur_rank, p, heap_bases) + offs, vals, mask=pmask, sem="relaxed", scope="sys")
 
 
 @triton.jit
