@@ -49,13 +49,18 @@ first (p, p+P, ...), then the program's Stream-K range of each round, tile by ti
 (with SK_ROUNDS > 1 the last round is aligned: one piece of one tile per program, `_sk_round`);
 with SK_FIRST the Stream-K ranges first, then the DP tiles.
 
-Fix-up (no program ever waits for another): every *piece* of a split tile (the part of the tile's K loop
+Fix-up (no program depends on another's progress): every *piece* of a split tile (the part of the tile's K loop
 that one program's range holds) is stored as an fp32 partial in workspace slot P[(r * P + pid) * 2 + side]
 (side 0: the piece holds the start of the program's range in round r; side 1: its end), then the program adds
-one to the tile's arrival counter LOCKS[tile] (acq_rel). The program that arrives last sums the tile's pieces in
-the order of their programs (so results are bit-identical run to run, whoever arrives last), resets the counter
-to 0 for the next launch, and runs the EPILOGUE. Programs may run in any order (the interpreter runs them one
-after another), and a tile's pieces cost one partial store each and one read of each partial by the last.
+one to the tile's arrival counter LOCKS[tile] (acq_rel). The program that arrives last sums the tile's pieces,
+resets the counter to 0 for the next launch, and runs the EPILOGUE. The sum's order is fixed (_sum_pieces): the
+*owner's* piece (the one holding the tile's last K step, the last of the tile's programs) first, then the others
+in the order of their programs, so results are bit-identical run to run, whoever arrives last. With TMA the owner
+first polls the counter a bounded number of times (OWNER_POLLS): once it sees every other piece counted, it adds
+their partials to its own accumulator in registers, in that same order, and completes the tile without storing
+its piece; otherwise it publishes its piece like the others. Programs may run in any order (the interpreter runs
+them one after another), and a tile's pieces cost one partial store each and one read of each partial by the
+program that completes it (the owner's none when it completes it).
 
 Main loop: full BLK_K steps with unmasked loads (rows / columns past M / N are clamped to 0 and
 masked at the store); when K % BLK_K != 0 the tile's last K block is one peeled, masked iteration,
@@ -81,6 +86,11 @@ from stream_k.tiles import tile_coords
 
 _ERR_A_ROWS: tl.constexpr = tl.constexpr(ERR_A_ROWS)
 _INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
+# Polls of a split tile's arrival counter by its owner (the piece holding the tile's last K step) before the owner
+# publishes its piece like the others. The pieces that finish a Stream-K range end together, and an owner that sees
+# every other piece counted keeps its own in registers: no partial store, no wait for it, no read of it back. The
+# interpreter runs programs one after another, so there one look is all a poll could see.
+OWNER_POLLS: tl.constexpr = tl.constexpr(0 if os.environ.get("TRITON_INTERPRET", "0") == "1" else 32)
 
 
 @triton.jit
@@ -231,37 +241,83 @@ def _piece_slot(q, t_start, rnd, num_programs, q_start):
 
 
 @triton.jit
-def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE: tl.constexpr,
-                BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr, REDUCE_LOADS: tl.constexpr):
-    """The sum of round-local tile ts's pieces, in the order of their programs (the tile's final accumulator).
-
-    The pieces belong to programs first..last (the aligned round: ts * SPLIT + j for the j that hold iterations).
-    Each column half of the tile is summed on its own (a whole 128 x 256 partial beside the sum would not fit in
-    8 warps' registers), REDUCE_LOADS partials at a time: their loads are independent, so they are in flight
-    together instead of one L2 round trip per partial. A piece left out (past the last program, or an aligned
-    piece of no iterations) loads zeros."""
+def _piece_programs(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT: tl.constexpr):
+    """The first and last program holding a piece of round-local tile ts (the aligned round: ts * SPLIT + j)."""
     t_start = ts * iters_per_tile
     first = tl.where(aligned, ts * SPLIT, _sk_program_of(t_start, sk_ipp, sk_rem))
     last = tl.where(aligned, ts * SPLIT + SPLIT - 1, _sk_program_of(t_start + iters_per_tile - 1, sk_ipp, sk_rem))
+    return first, last
+
+
+@triton.jit
+def _partial_offset(q, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
+                    BLK_M: tl.constexpr, BLK_N: tl.constexpr):
+    """The element offset in P of program q's partial of round-local tile ts."""
+    t_start = ts * iters_per_tile
+    q_start = tl.where(aligned, t_start, q * sk_ipp + tl.minimum(q, sk_rem))
+    return _piece_slot(q, t_start, rnd, num_programs, q_start) * (BLK_M * BLK_N)
+
+
+@triton.jit
+def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE: tl.constexpr,
+                BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr, REDUCE_LOADS: tl.constexpr):
+    """The sum of round-local tile ts's pieces from the workspace (the tile's final accumulator), in the order of
+    _fixup_order: the owner's piece (the last program's, holding the tile's last K step), then the others in the
+    order of their programs.
+
+    Each column half of the tile is summed on its own (a whole 128 x 256 partial beside the sum would not fit in
+    8 warps' registers), REDUCE_LOADS partials at a time: their loads are independent, so they are in flight
+    together instead of one L2 round trip per partial. A piece left out (an aligned piece of no iterations)
+    loads zeros."""
+    first, last = _piece_programs(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)
     offs = tl.arange(0, BLK_M)[:, None] * BLK_N + tl.arange(0, BLK_N // 2)[None, :]
-    lo = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
-    hi = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
-    for q0 in range(first, last + 1, REDUCE_LOADS):
+    own = _partial_offset(last, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, BLK_M, BLK_N)
+    lo = tl.load(P + own + offs, cache_modifier=".cg")
+    hi = tl.load(P + own + BLK_N // 2 + offs, cache_modifier=".cg")
+    for q0 in range(first, last, REDUCE_LOADS):
         for half in tl.static_range(2):
             for u in tl.static_range(REDUCE_LOADS):
                 q = q0 + u
                 j = q - first
-                held = (q <= last) & ~(aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT))
-                q_start = tl.where(aligned, t_start, q * sk_ipp + tl.minimum(q, sk_rem))
-                slot = _piece_slot(q, t_start, rnd, num_programs, q_start)
+                held = (q < last) & ~(aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT))
+                off = _partial_offset(q, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, BLK_M,
+                                      BLK_N)
                 mask = (offs * 0 + held.to(tl.int32)) != 0  # the scalar, as a tensor (the interpreter's need)
-                part = tl.load(P + slot * (BLK_M * BLK_N) + half * (BLK_N // 2) + offs, mask=mask, other=0,
-                               cache_modifier=".cg")
+                part = tl.load(P + off + half * (BLK_N // 2) + offs, mask=mask, other=0, cache_modifier=".cg")
                 if half == 0:
                     lo += part
                 else:
                     hi += part
     return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
+
+
+@triton.jit
+def _add_pieces_tma(acc, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
+                    BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr):
+    """acc (the owner's piece, in registers) plus the tile's other pieces, read by the copy engine into shared
+    memory and from there in the accumulator's own layout, in the order of _fixup_order."""
+    first, last = _piece_programs(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)
+    lo, hi = column_halves(acc)
+    for q in range(first, last):
+        j = q - first
+        if not (aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT)):
+            row = _partial_offset(q, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, BLK_M,
+                                  BLK_N) // BLK_N
+            lo += P_DESC.load([row, 0])
+            hi += P_DESC.load([row, BLK_N // 2])
+    return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
+
+
+@triton.jit
+def _others_arrived(LOCKS, tile_id, pieces):
+    """Whether every piece of the tile but the owner's has been counted (acquire: their partials are visible),
+    polled up to OWNER_POLLS more times."""
+    seen = tl.atomic_add(LOCKS + tile_id, 0, sem="acquire", scope="gpu")
+    polls = 0
+    while (seen < pieces - 1) & (polls < OWNER_POLLS):
+        seen = tl.atomic_add(LOCKS + tile_id, 0, sem="acquire", scope="gpu")
+        polls += 1
+    return seen == pieces - 1
 
 
 @triton.jit
@@ -466,12 +522,29 @@ def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile
     """After a work item's K loop: a whole tile goes to the EPILOGUE; a piece of a split tile is published and
     counted, and the last piece to arrive sums the tile's pieces and runs the EPILOGUE (module docstring)."""
     if (k_lo > 0) | (k_hi < iters_per_tile):
-        slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
-        _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
-        tl.debug_barrier()
-        _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
-                stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
-                BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS)
+        SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
+        aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
+        owner_done = False
+        if USE_TMA:
+            if k_hi == iters_per_tile:
+                if _others_arrived(LOCKS, tile_id, _pieces_of(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)):
+                    owner_done = True
+        if owner_done:
+            tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+            fence_proxy_async_global()  # the acquire above before the copy engine's reads of the partials
+            acc = _add_pieces_tma(acc, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
+                                  BLK_M, BLK_N, SPLIT)
+            EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                     heap_bases, cur_rank, world_size)
+            if GEMM_TRACE is not None:
+                _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+        else:
+            slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
+            _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
+            tl.debug_barrier()
+            _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
+                    stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank,
+                    world_size, BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS)
     else:
         EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                  heap_bases, cur_rank, world_size)
