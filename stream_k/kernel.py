@@ -261,9 +261,9 @@ def _partial_offset(q, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_pro
 @triton.jit
 def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE: tl.constexpr,
                 BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr, REDUCE_LOADS: tl.constexpr):
-    """The sum of round-local tile ts's pieces from the workspace (the tile's final accumulator), in the order of
-    _fixup_order: the owner's piece (the last program's, holding the tile's last K step), then the others in the
-    order of their programs.
+    """The sum of round-local tile ts's pieces from the workspace (the tile's final accumulator), in a fixed order:
+    the owner's piece (the last program's, holding the tile's last K step) first, then the others in the order of
+    their programs.
 
     Each column half of the tile is summed on its own (a whole 128 x 256 partial beside the sum would not fit in
     8 warps' registers), REDUCE_LOADS partials at a time: their loads are independent, so they are in flight
@@ -295,7 +295,8 @@ def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_program
 def _add_pieces_tma(acc, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
                     BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr):
     """acc (the owner's piece, in registers) plus the tile's other pieces, read by the copy engine into shared
-    memory and from there in the accumulator's own layout, in the order of _fixup_order."""
+    memory and from there in the accumulator's own layout (_sum_pieces' order: the owner's first, then the
+    others in the order of their programs)."""
     first, last = _piece_programs(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)
     lo, hi = column_halves(acc)
     for q in range(first, last):
@@ -514,6 +515,20 @@ def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem,
 
 
 @triton.jit
+def _publish(acc, pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem, rm, rn, M, N, C, P,
+             P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases,
+             cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr, EPILOGUE: tl.constexpr,
+             TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr, REDUCE_LOADS: tl.constexpr):
+    """A piece of a split tile into its workspace slot, then counted on the tile's arrival counter (_arrive)."""
+    slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
+    _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
+    tl.debug_barrier()
+    _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
+            stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
+            BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS)
+
+
+@triton.jit
 def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem,
                  rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
                  epoch, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
@@ -522,29 +537,32 @@ def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile
     """After a work item's K loop: a whole tile goes to the EPILOGUE; a piece of a split tile is published and
     counted, and the last piece to arrive sums the tile's pieces and runs the EPILOGUE (module docstring)."""
     if (k_lo > 0) | (k_hi < iters_per_tile):
-        SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
-        aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
-        owner_done = False
         if USE_TMA:
+            SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
+            aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
+            owner_done = False
             if k_hi == iters_per_tile:
                 if _others_arrived(LOCKS, tile_id, _pieces_of(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)):
                     owner_done = True
-        if owner_done:
-            tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
-            fence_proxy_async_global()  # the acquire above before the copy engine's reads of the partials
-            acc = _add_pieces_tma(acc, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
-                                  BLK_M, BLK_N, SPLIT)
-            EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                     heap_bases, cur_rank, world_size)
-            if GEMM_TRACE is not None:
-                _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+            if owner_done:
+                tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+                fence_proxy_async_global()  # the acquire above before the copy engine's reads of the partials
+                acc = _add_pieces_tma(acc, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
+                                      BLK_M, BLK_N, SPLIT)
+                EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+                         heap_bases, cur_rank, world_size)
+                if GEMM_TRACE is not None:
+                    _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+            else:
+                _publish(acc, pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem, rm, rn,
+                         M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
+                         epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER, USE_TMA,
+                         SK_ROUNDS, REDUCE_LOADS)
         else:
-            slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
-            _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
-            tl.debug_barrier()
-            _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
-                    stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank,
-                    world_size, BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS)
+            _publish(acc, pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem, rm, rn,
+                     M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
+                     epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER, USE_TMA,
+                     SK_ROUNDS, REDUCE_LOADS)
     else:
         EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                  heap_bases, cur_rank, world_size)
