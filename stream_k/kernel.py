@@ -49,18 +49,18 @@ first (p, p+P, ...), then the program's Stream-K range of each round, tile by ti
 (with SK_ROUNDS > 1 the last round is aligned: one piece of one tile per program, `_sk_round`);
 with SK_FIRST the Stream-K ranges first, then the DP tiles.
 
-Fix-up (no program depends on another's progress): every *piece* of a split tile (the part of the tile's K loop
-that one program's range holds) is stored as an fp32 partial in workspace slot P[(r * P + pid) * 2 + side]
-(side 0: the piece holds the start of the program's range in round r; side 1: its end), then the program adds
-one to the tile's arrival counter LOCKS[tile] (acq_rel). The program that arrives last sums the tile's pieces,
-resets the counter to 0 for the next launch, and runs the EPILOGUE. The sum's order is fixed (_sum_pieces): the
-*owner's* piece (the one holding the tile's last K step, the last of the tile's programs) first, then the others
-in the order of their programs, so results are bit-identical run to run, whoever arrives last. With TMA the owner
-first polls the counter a bounded number of times (OWNER_POLLS): once it sees every other piece counted, it adds
-their partials to its own accumulator in registers, in that same order, and completes the tile without storing
-its piece; otherwise it publishes its piece like the others. Programs may run in any order (the interpreter runs
-them one after another), and a tile's pieces cost one partial store each and one read of each partial by the
-program that completes it (the owner's none when it completes it).
+Fix-up (no program depends on another's progress): every *piece* of a split tile (the part of the tile's K loop that
+one program's range holds) is stored as an fp32 partial in workspace slot P[(r * P + pid) * 2 + side] (side 0: the
+piece holds the start of the program's range in round r; side 1: its end), then the program adds one to the tile's
+arrival counter LOCKS[tile] (acq_rel). The program that arrives last sums the tile's pieces, resets the counter to 0
+for the next launch, and runs the EPILOGUE. The sum's order is fixed (_sum_pieces): the *owner's* piece (the one
+holding the tile's last K step, the last of the tile's programs) first, then the others in the order of their
+programs, so results are bit-identical run to run, whoever arrives last. With TMA and a tile of at most OWNER_TILE
+elements the owner first polls the counter a bounded number of times (OWNER_POLLS): once it sees every other piece
+counted, it adds their partials to its own accumulator in registers, in that same order, and completes the tile
+without storing its piece; otherwise it publishes its piece like the others. Programs may run in any order (the
+interpreter runs them one after another), and a tile's pieces cost one partial store each and one read of each
+partial by the program that completes it (the owner's none when it completes it).
 
 Main loop: full BLK_K steps with unmasked loads (rows / columns past M / N are clamped to 0 and
 masked at the store); when K % BLK_K != 0 the tile's last K block is one peeled, masked iteration,
@@ -91,6 +91,10 @@ _INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") 
 # every other piece counted keeps its own in registers: no partial store, no wait for it, no read of it back. The
 # interpreter runs programs one after another, so there one look is all a poll could see.
 OWNER_POLLS: tl.constexpr = tl.constexpr(0 if os.environ.get("TRITON_INTERPRET", "0") == "1" else 32)
+# The largest tile (elements) whose owner does so: a 128 x 256 fp32 accumulator beside a partial's half runs out of
+# registers in the fused kernels (the compile check's Triton builds spill there), and its 1.2-wave shapes, whose
+# tiles are split over ~4.7 programs finishing together, measured no gain.
+OWNER_TILE: tl.constexpr = tl.constexpr(128 * 128)
 
 
 @triton.jit
@@ -537,7 +541,7 @@ def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile
     """After a work item's K loop: a whole tile goes to the EPILOGUE; a piece of a split tile is published and
     counted, and the last piece to arrive sums the tile's pieces and runs the EPILOGUE (module docstring)."""
     if (k_lo > 0) | (k_hi < iters_per_tile):
-        if USE_TMA:
+        if USE_TMA and BLK_M * BLK_N <= OWNER_TILE:
             SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
             aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
             owner_done = False

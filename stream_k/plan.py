@@ -18,13 +18,13 @@ in R - 1 rounds of halving size (`round_bounds`), each split evenly as above. Co
 waits for finished tiles then has a shorter tail after the GEMM (the point of rounds in overlap/;
 the GEMM alone gains nothing from them).
 
-A tile whose iterations fall into several programs' ranges is *split*; each program's share of it is a
-*piece*. Every piece is stored as a partial accumulator in the workspace, slot `(round * num_programs + pid) * 2
-+ side` (side 0: the piece holds the start of the program's range in that round; side 1: its end; a range meets
-at most two split tiles of a round, at its two ends), and counted on the tile's arrival counter. The program
-whose piece arrives last sums all of the tile's pieces (the owner's, the one holding the tile's last K step, first;
-then the others in the order of their programs) and stores the tile: no program depends on another's progress, and
-the result does not depend on which one arrives last. With TMA the owner polls the counter a bounded number of
+A tile whose iterations fall into several programs' ranges is *split*; each program's share of it is a *piece*.
+Every piece is stored as a partial accumulator in the workspace, slot `(round * num_programs + pid) * 2 + side`
+(side 0: the piece holds the start of the program's range in that round; side 1: its end; a range meets at most two
+split tiles of a round, at its two ends), and counted on the tile's arrival counter. The program whose piece arrives
+last sums all of the tile's pieces (the owner's, the one holding the tile's last K step, first; then the others in
+the order of their programs) and stores the tile: no program depends on another's progress, and the result does not
+depend on which one arrives last. With TMA (tiles up to 128 x 128) the owner polls the counter a bounded number of
 times first and, once every other piece is counted, completes the tile from its own accumulator in registers
 (stream_k/kernel.py).
 
