@@ -31,6 +31,7 @@ The whole work of one GEMM program is the device function
                                               #   through it (_store_partial, _sum_pieces)
         A_READY=None, a_rows=1,               # all-gather of A (see streamk_program's docstring)
         REDUCE_LOADS=1,                       # constexpr: partials a tile's last piece reads at once
+        OWNER=False,                          # constexpr: a split tile's owner may complete it from registers
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -52,15 +53,15 @@ with SK_FIRST the Stream-K ranges first, then the DP tiles.
 Fix-up (no program depends on another's progress): every *piece* of a split tile (the part of the tile's K loop that
 one program's range holds) is stored as an fp32 partial in workspace slot P[(r * P + pid) * 2 + side] (side 0: the
 piece holds the start of the program's range in round r; side 1: its end), then the program adds one to the tile's
-arrival counter LOCKS[tile] (acq_rel). The program that arrives last sums the tile's pieces, resets the counter to 0
-for the next launch, and runs the EPILOGUE. The sum's order is fixed (_sum_pieces): the *owner's* piece (the one
-holding the tile's last K step, the last of the tile's programs) first, then the others in the order of their
-programs, so results are bit-identical run to run, whoever arrives last. With TMA and a tile of at most OWNER_TILE
-elements the owner first polls the counter a bounded number of times (OWNER_POLLS): once it sees every other piece
-counted, it adds their partials to its own accumulator in registers, in that same order, and completes the tile
-without storing its piece; otherwise it publishes its piece like the others. Programs may run in any order (the
-interpreter runs them one after another), and a tile's pieces cost one partial store each and one read of each
-partial by the program that completes it (the owner's none when it completes it).
+arrival counter LOCKS[tile] (acq_rel). The program that arrives last sums the tile's pieces in the order of their
+programs (so results are bit-identical run to run, whoever arrives last), resets the counter to 0 for the next
+launch, and runs the EPILOGUE. With OWNER (the stand-alone kernel), TMA and a tile of at most OWNER_TILE elements,
+the tile's *owner* (the piece holding its last K step, the last of its programs) first polls the counter a bounded
+number of times (OWNER_POLLS): once it sees every other piece counted, it sums their partials in the same order and
+adds its own accumulator last, from registers, without storing its piece; otherwise it publishes its piece like the
+others. Programs may run in any order (the interpreter runs them one after another), and a tile's pieces cost one
+partial store each and one read of each partial by the program that completes it (the owner's none when it completes
+it).
 
 Main loop: full BLK_K steps with unmasked loads (rows / columns past M / N are clamped to 0 and
 masked at the store); when K % BLK_K != 0 the tile's last K block is one peeled, masked iteration,
@@ -91,9 +92,9 @@ _INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") 
 # every other piece counted keeps its own in registers: no partial store, no wait for it, no read of it back. The
 # interpreter runs programs one after another, so there one look is all a poll could see.
 OWNER_POLLS: tl.constexpr = tl.constexpr(0 if os.environ.get("TRITON_INTERPRET", "0") == "1" else 32)
-# The largest tile (elements) whose owner does so: a 128 x 256 fp32 accumulator beside a partial's half runs out of
-# registers in the fused kernels (the compile check's Triton builds spill there), and its 1.2-wave shapes, whose
-# tiles are split over ~4.7 programs finishing together, measured no gain.
+# The largest tile (elements) whose owner does so: a 128 x 256 accumulator beside the sums runs out of registers, and
+# its 1.2-wave shapes (tiles split over ~4.7 programs that finish together) measured no gain. The op's fused
+# kernels leave it off (OWNER): beside their communication state the compile check's Triton builds spilled.
 OWNER_TILE: tl.constexpr = tl.constexpr(128 * 128)
 
 
@@ -265,29 +266,30 @@ def _partial_offset(q, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_pro
 @triton.jit
 def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE: tl.constexpr,
                 BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr, REDUCE_LOADS: tl.constexpr):
-    """The sum of round-local tile ts's pieces from the workspace (the tile's final accumulator), in a fixed order:
-    the owner's piece (the last program's, holding the tile's last K step) first, then the others in the order of
-    their programs.
+    """The sum of round-local tile ts's pieces, in the order of their programs (the tile's final accumulator).
 
+    The pieces belong to programs first..last (the aligned round: ts * SPLIT + j for the j that hold iterations).
     Each column half of the tile is summed on its own (a whole 128 x 256 partial beside the sum would not fit in
     8 warps' registers), REDUCE_LOADS partials at a time: their loads are independent, so they are in flight
-    together instead of one L2 round trip per partial. A piece left out (an aligned piece of no iterations)
-    loads zeros."""
-    first, last = _piece_programs(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)
+    together instead of one L2 round trip per partial. A piece left out (past the last program, or an aligned
+    piece of no iterations) loads zeros."""
+    t_start = ts * iters_per_tile
+    first = tl.where(aligned, ts * SPLIT, _sk_program_of(t_start, sk_ipp, sk_rem))
+    last = tl.where(aligned, ts * SPLIT + SPLIT - 1, _sk_program_of(t_start + iters_per_tile - 1, sk_ipp, sk_rem))
     offs = tl.arange(0, BLK_M)[:, None] * BLK_N + tl.arange(0, BLK_N // 2)[None, :]
-    own = _partial_offset(last, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, BLK_M, BLK_N)
-    lo = tl.load(P + own + offs, cache_modifier=".cg")
-    hi = tl.load(P + own + BLK_N // 2 + offs, cache_modifier=".cg")
-    for q0 in range(first, last, REDUCE_LOADS):
+    lo = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
+    hi = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
+    for q0 in range(first, last + 1, REDUCE_LOADS):
         for half in tl.static_range(2):
             for u in tl.static_range(REDUCE_LOADS):
                 q = q0 + u
                 j = q - first
-                held = (q < last) & ~(aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT))
-                off = _partial_offset(q, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, BLK_M,
-                                      BLK_N)
+                held = (q <= last) & ~(aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT))
+                q_start = tl.where(aligned, t_start, q * sk_ipp + tl.minimum(q, sk_rem))
+                slot = _piece_slot(q, t_start, rnd, num_programs, q_start)
                 mask = (offs * 0 + held.to(tl.int32)) != 0  # the scalar, as a tensor (the interpreter's need)
-                part = tl.load(P + off + half * (BLK_N // 2) + offs, mask=mask, other=0, cache_modifier=".cg")
+                part = tl.load(P + slot * (BLK_M * BLK_N) + half * (BLK_N // 2) + offs, mask=mask, other=0,
+                               cache_modifier=".cg")
                 if half == 0:
                     lo += part
                 else:
@@ -298,11 +300,13 @@ def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_program
 @triton.jit
 def _add_pieces_tma(acc, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
                     BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr):
-    """acc (the owner's piece, in registers) plus the tile's other pieces, read by the copy engine into shared
-    memory and from there in the accumulator's own layout (_sum_pieces' order: the owner's first, then the
-    others in the order of their programs)."""
+    """The tile's final accumulator from its other pieces, read by the copy engine into shared memory and from
+    there in the accumulator's own layout, and the owner's piece acc (in registers), in _sum_pieces' order: the
+    programs' order, the owner (the last program) last."""
     first, last = _piece_programs(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)
-    lo, hi = column_halves(acc)
+    own_lo, own_hi = column_halves(acc)
+    lo = tl.zeros((BLK_M, BLK_N // 2), dtype=acc.dtype)
+    hi = tl.zeros((BLK_M, BLK_N // 2), dtype=acc.dtype)
     for q in range(first, last):
         j = q - first
         if not (aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT)):
@@ -310,7 +314,7 @@ def _add_pieces_tma(acc, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligne
                                   BLK_N) // BLK_N
             lo += P_DESC.load([row, 0])
             hi += P_DESC.load([row, BLK_N // 2])
-    return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
+    return tl.reshape(tl.permute(tl.join(lo + own_lo, hi + own_hi), (0, 2, 1)), (BLK_M, BLK_N))
 
 
 @triton.jit
@@ -411,7 +415,7 @@ def streamk_program(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
-    REDUCE_LOADS: tl.constexpr = 1,
+    REDUCE_LOADS: tl.constexpr = 1, OWNER: tl.constexpr = False,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
@@ -493,7 +497,7 @@ def streamk_program(
         _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
                      sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
                      CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER,
-                     USE_TMA, SK_ROUNDS, REDUCE_LOADS)
+                     USE_TMA, SK_ROUNDS, REDUCE_LOADS, OWNER)
 
 
 @triton.jit
@@ -537,11 +541,11 @@ def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile
                  rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
                  epoch, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
                  EPILOGUE: tl.constexpr, TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr,
-                 REDUCE_LOADS: tl.constexpr):
+                 REDUCE_LOADS: tl.constexpr, OWNER: tl.constexpr):
     """After a work item's K loop: a whole tile goes to the EPILOGUE; a piece of a split tile is published and
     counted, and the last piece to arrive sums the tile's pieces and runs the EPILOGUE (module docstring)."""
     if (k_lo > 0) | (k_hi < iters_per_tile):
-        if USE_TMA and BLK_M * BLK_N <= OWNER_TILE:
+        if USE_TMA and OWNER and BLK_M * BLK_N <= OWNER_TILE:
             SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
             aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
             owner_done = False
@@ -615,5 +619,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
+        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, True,
     )

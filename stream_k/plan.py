@@ -22,10 +22,10 @@ A tile whose iterations fall into several programs' ranges is *split*; each prog
 Every piece is stored as a partial accumulator in the workspace, slot `(round * num_programs + pid) * 2 + side`
 (side 0: the piece holds the start of the program's range in that round; side 1: its end; a range meets at most two
 split tiles of a round, at its two ends), and counted on the tile's arrival counter. The program whose piece arrives
-last sums all of the tile's pieces (the owner's, the one holding the tile's last K step, first; then the others in
-the order of their programs) and stores the tile: no program depends on another's progress, and the result does not
-depend on which one arrives last. With TMA (tiles up to 128 x 128) the owner polls the counter a bounded number of
-times first and, once every other piece is counted, completes the tile from its own accumulator in registers
+last sums all of the tile's pieces, in the order of their programs, and stores the tile: no program depends on
+another's progress, and the result does not depend on which one arrives last. In the stand-alone GEMM with TMA
+(tiles up to 128 x 128) the tile's owner, the last of its programs, polls the counter a bounded number of times
+first and, once every other piece is counted, completes the tile with its own piece added last from registers
 (stream_k/kernel.py).
 
 Each program walks its DP tiles first, then its SK tiles round by round, in *reverse* tile order inside a round
@@ -88,7 +88,7 @@ class WorkItem:
     """One tile's share of one program's work: K iterations [k_lo, k_hi) of tile `tile_id`.
 
     role: "dp" (a whole tile, stored by this program) or "piece" (part of a split tile: stored in workspace slot
-    `slot`; the last of the tile's pieces to arrive sums those of `programs` and stores the tile).
+    `slot`; the last of the tile's pieces to arrive sums those of `programs`, in that order, and stores the tile).
     """
 
     tile_id: int
@@ -97,7 +97,7 @@ class WorkItem:
     role: str
     round: int = 0  # the SK round (0 for DP tiles)
     slot: int = -1  # a piece's workspace slot
-    programs: tuple[int, ...] = ()  # a piece's tile: the programs holding its pieces (piece_programs)
+    programs: tuple[int, ...] = ()  # a piece's tile: the programs holding its pieces, in the order they are summed
 
 
 @dataclass(frozen=True)
@@ -186,9 +186,8 @@ class StreamKPlan:
         return next(r for r in range(self.sk_rounds) if b[r] <= ts < b[r + 1])
 
     def piece_programs(self, tile_id: int) -> tuple[int, ...]:
-        """The programs that hold a piece of tile `tile_id`, in program order (a DP tile: the one program that
-        computes it). The last one is the tile's *owner* (its piece holds the tile's last K step); a split tile's
-        sum takes the owner's piece first, then the others in this order."""
+        """The programs that hold a piece of tile `tile_id`, in the order the pieces are summed (a DP tile: the one
+        program that computes it); the last is the tile's owner (its piece holds the tile's last K step)."""
         if tile_id < self.dp_tiles:
             return (tile_id % self.num_programs,)
         r = self.round_of(tile_id)

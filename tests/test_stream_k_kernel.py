@@ -357,7 +357,8 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                         sk_tiles, epoch, max_spins,
                         heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
-                        TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS)
+                        TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
+                        True)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
@@ -464,7 +465,7 @@ def test_owner_completes_its_tile_from_registers():
     every other piece counted adds their partials to its own accumulator and stores the tile: its own workspace slot
     is never written (the interpreter runs pids in order, so every owner comes last). In reverse pid order every
     owner comes first, finds its tile incomplete and publishes its piece like the others; the last to arrive sums
-    the owner's partial first, then the others in program order: the same bits."""
+    the pieces in program order, the owner's last: the same bits."""
     name, M, N, K = "fp32", 64, 64, 160
     gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name, 32, 32).replace(tma=True), schedule="sk",
                               device=DEVICE)
