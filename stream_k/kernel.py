@@ -31,7 +31,6 @@ The whole work of one GEMM program is the device function
                                               #   through it (_store_partial, _sum_pieces)
         A_READY=None, a_rows=1,               # all-gather of A (see streamk_program's docstring)
         REDUCE_LOADS=1,                       # constexpr: partials a tile's last piece reads at once
-        OWNER=False,                          # constexpr: a split tile's owner may complete it from registers
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -50,18 +49,13 @@ first (p, p+P, ...), then the program's Stream-K range of each round, tile by ti
 (with SK_ROUNDS > 1 the last round is aligned: one piece of one tile per program, `_sk_round`);
 with SK_FIRST the Stream-K ranges first, then the DP tiles.
 
-Fix-up (no program depends on another's progress): every *piece* of a split tile (the part of the tile's K loop that
-one program's range holds) is stored as an fp32 partial in workspace slot P[(r * P + pid) * 2 + side] (side 0: the
-piece holds the start of the program's range in round r; side 1: its end), then the program adds one to the tile's
-arrival counter LOCKS[tile] (acq_rel). The program that arrives last sums the tile's pieces in the order of their
-programs (so results are bit-identical run to run, whoever arrives last), resets the counter to 0 for the next
-launch, and runs the EPILOGUE. With OWNER (the stand-alone kernel), TMA and a tile of at most OWNER_TILE elements,
-the tile's *owner* (the piece holding its last K step, the last of its programs) first polls the counter a bounded
-number of times (OWNER_POLLS): once it sees every other piece counted, it sums their partials in the same order and
-adds its own accumulator last, from registers, without storing its piece; otherwise it publishes its piece like the
-others. Programs may run in any order (the interpreter runs them one after another), and a tile's pieces cost one
-partial store each and one read of each partial by the program that completes it (the owner's none when it completes
-it).
+Fix-up (no program ever waits for another): every *piece* of a split tile (the part of the tile's K loop
+that one program's range holds) is stored as an fp32 partial in workspace slot P[(r * P + pid) * 2 + side]
+(side 0: the piece holds the start of the program's range in round r; side 1: its end), then the program adds
+one to the tile's arrival counter LOCKS[tile] (acq_rel). The program that arrives last sums the tile's pieces in
+the order of their programs (so results are bit-identical run to run, whoever arrives last), resets the counter
+to 0 for the next launch, and runs the EPILOGUE. Programs may run in any order (the interpreter runs them one
+after another), and a tile's pieces cost one partial store each and one read of each partial by the last.
 
 Main loop: full BLK_K steps with unmasked loads (rows / columns past M / N are clamped to 0 and
 masked at the store); when K % BLK_K != 0 the tile's last K block is one peeled, masked iteration,
@@ -87,15 +81,6 @@ from stream_k.tiles import tile_coords
 
 _ERR_A_ROWS: tl.constexpr = tl.constexpr(ERR_A_ROWS)
 _INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
-# Polls of a split tile's arrival counter by its owner (the piece holding the tile's last K step) before the owner
-# publishes its piece like the others. The pieces that finish a Stream-K range end together, and an owner that sees
-# every other piece counted keeps its own in registers: no partial store, no wait for it, no read of it back. The
-# interpreter runs programs one after another, so there one look is all a poll could see.
-OWNER_POLLS: tl.constexpr = tl.constexpr(0 if os.environ.get("TRITON_INTERPRET", "0") == "1" else 32)
-# The largest tile (elements) whose owner does so: a 128 x 256 accumulator beside the sums runs out of registers, and
-# its 1.2-wave shapes (tiles split over ~4.7 programs that finish together) measured no gain. The op's fused
-# kernels leave it off (OWNER): beside their communication state the compile check's Triton builds spilled.
-OWNER_TILE: tl.constexpr = tl.constexpr(128 * 128)
 
 
 @triton.jit
@@ -246,24 +231,6 @@ def _piece_slot(q, t_start, rnd, num_programs, q_start):
 
 
 @triton.jit
-def _piece_programs(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT: tl.constexpr):
-    """The first and last program holding a piece of round-local tile ts (the aligned round: ts * SPLIT + j)."""
-    t_start = ts * iters_per_tile
-    first = tl.where(aligned, ts * SPLIT, _sk_program_of(t_start, sk_ipp, sk_rem))
-    last = tl.where(aligned, ts * SPLIT + SPLIT - 1, _sk_program_of(t_start + iters_per_tile - 1, sk_ipp, sk_rem))
-    return first, last
-
-
-@triton.jit
-def _partial_offset(q, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
-                    BLK_M: tl.constexpr, BLK_N: tl.constexpr):
-    """The element offset in P of program q's partial of round-local tile ts."""
-    t_start = ts * iters_per_tile
-    q_start = tl.where(aligned, t_start, q * sk_ipp + tl.minimum(q, sk_rem))
-    return _piece_slot(q, t_start, rnd, num_programs, q_start) * (BLK_M * BLK_N)
-
-
-@triton.jit
 def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE: tl.constexpr,
                 BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr, REDUCE_LOADS: tl.constexpr):
     """The sum of round-local tile ts's pieces, in the order of their programs (the tile's final accumulator).
@@ -295,38 +262,6 @@ def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_program
                 else:
                     hi += part
     return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
-
-
-@triton.jit
-def _add_pieces_tma(acc, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
-                    BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr):
-    """The tile's final accumulator from its other pieces, read by the copy engine into shared memory and from
-    there in the accumulator's own layout, and the owner's piece acc (in registers), in _sum_pieces' order: the
-    programs' order, the owner (the last program) last."""
-    first, last = _piece_programs(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)
-    own_lo, own_hi = column_halves(acc)
-    lo = tl.zeros((BLK_M, BLK_N // 2), dtype=acc.dtype)
-    hi = tl.zeros((BLK_M, BLK_N // 2), dtype=acc.dtype)
-    for q in range(first, last):
-        j = q - first
-        if not (aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT)):
-            row = _partial_offset(q, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, BLK_M,
-                                  BLK_N) // BLK_N
-            lo += P_DESC.load([row, 0])
-            hi += P_DESC.load([row, BLK_N // 2])
-    return tl.reshape(tl.permute(tl.join(lo + own_lo, hi + own_hi), (0, 2, 1)), (BLK_M, BLK_N))
-
-
-@triton.jit
-def _others_arrived(LOCKS, tile_id, pieces):
-    """Whether every piece of the tile but the owner's has been counted (acquire: their partials are visible),
-    polled up to OWNER_POLLS more times."""
-    seen = tl.atomic_add(LOCKS + tile_id, 0, sem="acquire", scope="gpu")
-    polls = 0
-    while (seen < pieces - 1) & (polls < OWNER_POLLS):
-        seen = tl.atomic_add(LOCKS + tile_id, 0, sem="acquire", scope="gpu")
-        polls += 1
-    return seen == pieces - 1
 
 
 @triton.jit
@@ -415,7 +350,7 @@ def streamk_program(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
-    REDUCE_LOADS: tl.constexpr = 1, OWNER: tl.constexpr = False,
+    REDUCE_LOADS: tl.constexpr = 1,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
@@ -497,7 +432,7 @@ def streamk_program(
         _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
                      sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
                      CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER,
-                     USE_TMA, SK_ROUNDS, REDUCE_LOADS, OWNER)
+                     USE_TMA, SK_ROUNDS, REDUCE_LOADS)
 
 
 @triton.jit
@@ -523,54 +458,20 @@ def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem,
 
 
 @triton.jit
-def _publish(acc, pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem, rm, rn, M, N, C, P,
-             P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases,
-             cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr, EPILOGUE: tl.constexpr,
-             TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr, REDUCE_LOADS: tl.constexpr):
-    """A piece of a split tile into its workspace slot, then counted on the tile's arrival counter (_arrive)."""
-    slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
-    _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
-    tl.debug_barrier()
-    _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
-            stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
-            BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS)
-
-
-@triton.jit
 def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem,
                  rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
                  epoch, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
                  EPILOGUE: tl.constexpr, TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr,
-                 REDUCE_LOADS: tl.constexpr, OWNER: tl.constexpr):
+                 REDUCE_LOADS: tl.constexpr):
     """After a work item's K loop: a whole tile goes to the EPILOGUE; a piece of a split tile is published and
     counted, and the last piece to arrive sums the tile's pieces and runs the EPILOGUE (module docstring)."""
     if (k_lo > 0) | (k_hi < iters_per_tile):
-        if USE_TMA and OWNER and BLK_M * BLK_N <= OWNER_TILE:
-            SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
-            aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
-            owner_done = False
-            if k_hi == iters_per_tile:
-                if _others_arrived(LOCKS, tile_id, _pieces_of(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)):
-                    owner_done = True
-            if owner_done:
-                tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
-                fence_proxy_async_global()  # the acquire above before the copy engine's reads of the partials
-                acc = _add_pieces_tma(acc, P_DESC, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs,
-                                      BLK_M, BLK_N, SPLIT)
-                EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                         heap_bases, cur_rank, world_size)
-                if GEMM_TRACE is not None:
-                    _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
-            else:
-                _publish(acc, pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem, rm, rn,
-                         M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
-                         epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER, USE_TMA,
-                         SK_ROUNDS, REDUCE_LOADS)
-        else:
-            _publish(acc, pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem, rm, rn,
-                     M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
-                     epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER, USE_TMA,
-                     SK_ROUNDS, REDUCE_LOADS)
+        slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
+        _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
+        tl.debug_barrier()
+        _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
+                stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
+                BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS)
     else:
         EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                  heap_bases, cur_rank, world_size)
@@ -619,5 +520,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, True,
+        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
     )

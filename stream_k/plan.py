@@ -18,15 +18,12 @@ in R - 1 rounds of halving size (`round_bounds`), each split evenly as above. Co
 waits for finished tiles then has a shorter tail after the GEMM (the point of rounds in overlap/;
 the GEMM alone gains nothing from them).
 
-A tile whose iterations fall into several programs' ranges is *split*; each program's share of it is a *piece*.
-Every piece is stored as a partial accumulator in the workspace, slot `(round * num_programs + pid) * 2 + side`
-(side 0: the piece holds the start of the program's range in that round; side 1: its end; a range meets at most two
-split tiles of a round, at its two ends), and counted on the tile's arrival counter. The program whose piece arrives
-last sums all of the tile's pieces, in the order of their programs, and stores the tile: no program depends on
-another's progress, and the result does not depend on which one arrives last. In the stand-alone GEMM with TMA
-(tiles up to 128 x 128) the tile's owner, the last of its programs, polls the counter a bounded number of times
-first and, once every other piece is counted, completes the tile with its own piece added last from registers
-(stream_k/kernel.py).
+A tile whose iterations fall into several programs' ranges is *split*; each program's share of it is a
+*piece*. Every piece is stored as a partial accumulator in the workspace, slot `(round * num_programs + pid) * 2
++ side` (side 0: the piece holds the start of the program's range in that round; side 1: its end; a range meets
+at most two split tiles of a round, at its two ends), and counted on the tile's arrival counter. The program
+whose piece arrives last sums all of the tile's pieces, in the order of their programs, and stores the tile: no
+program waits for another, and the result does not depend on which one arrives last.
 
 Each program walks its DP tiles first, then its SK tiles round by round, in *reverse* tile order inside a round
 (with `sk_first`, its SK tiles first and its DP tiles after).
@@ -187,7 +184,7 @@ class StreamKPlan:
 
     def piece_programs(self, tile_id: int) -> tuple[int, ...]:
         """The programs that hold a piece of tile `tile_id`, in the order the pieces are summed (a DP tile: the one
-        program that computes it); the last is the tile's owner (its piece holds the tile's last K step)."""
+        program that computes it)."""
         if tile_id < self.dp_tiles:
             return (tile_id % self.num_programs,)
         r = self.round_of(tile_id)
