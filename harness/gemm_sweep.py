@@ -171,7 +171,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--rep", type=int, default=None, help="timed: ms on a GPU (default 40), runs on CPU (1)")
     ap.add_argument("--graph", default="true", help="also time CUDA-graph replays: true, false")
     ap.add_argument("--csv", default="", help="write the rows here (pandas CSV); a .meta.json goes beside it")
-    ap.add_argument("--png", default="", help="draw the ratio and the % of roofline per shape here")
+    ap.add_argument("--png", default="", help="draw the ratio and the %% of roofline per shape here")
     args = ap.parse_args(argv)
     if args.datatype not in DATATYPES:
         _fail("--datatype", f"must be one of {', '.join(DATATYPES)}; got {args.datatype!r}")
