@@ -181,7 +181,7 @@ def overlap_kernel(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr, SK_FIRST: tl.constexpr,
     SK_ROUNDS: tl.constexpr, P_DESC,
-    REDUCE_LOADS: tl.constexpr,
+    REDUCE_LOADS: tl.constexpr, FIXUP_BY_HALF: tl.constexpr,
     # the step and the communication (overlap.kernel_args; None where unused)
     STEP, STEP_FLAGS, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, COMM_TRACE, GATHER, GATHER_FLAGS,
 ):
@@ -219,7 +219,7 @@ def overlap_kernel(
             e, max_spins,
             heap_bases, cur_rank, world_size,
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-            SK_ROUNDS, P_DESC, a_ready, a_rows, REDUCE_LOADS,
+            SK_ROUNDS, P_DESC, a_ready, a_rows, REDUCE_LOADS, FIXUP_BY_HALF,
         )
         if STEP_FLAGS.COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
             if STEP_FLAGS.WAITS_ARRIVED:

@@ -14,6 +14,10 @@ Measured / checked:
   partial at a time in the Stream-K fix-up (max_reduce_loads 1): two or three, the rule's count, spill up to 216 B.
   A 128x64 tile does not spill either (fp32 128x64x32, 3 stages: 106-194 registers) but loads twice the bytes per
   multiply-add.
+- The Stream-K fix-up's order (fixup_by_half), by compiling (Triton 3.9 and 3.6): summing one column half over every
+  piece, then the other, brings sm_90's 128x256 builds from 253-255 registers to 233-250 (3.9; no spill in any
+  world of the op, where both halves per piece spilled 8-16 B); on sm_100 the same order spills 256 B in most of the
+  op's 128x256 builds, so sm_100 adds both halves of each piece in turn (210-232 registers, no spill at worlds 1-2).
 - "interpreter": small tiles so Triton's CPU interpreter finishes quickly.
 - int8 needs BLK_K >= 32 (tl.dot's minimum K for 8-bit inputs on NVIDIA).
 - AMD CDNA3 / CDNA4 (gfx942 MI300X, gfx950 MI355X): Iris's own Stream-K GEMM examples on MI300X (256x64x64
@@ -46,6 +50,9 @@ class KernelConfig:
     interpreter runs.
     max_reduce_loads: the most partials the Stream-K fix-up reads at once (reduce_loads); a table lowers it where
     the rule's count spills.
+    fixup_by_half: the Stream-K fix-up sums the tile's left column half over every piece, then the right half
+    (True), or adds each piece's two halves in turn (False): the same sums; a table picks the order that fits its
+    target's registers.
     """
 
     BLK_M: int = 128
@@ -61,6 +68,7 @@ class KernelConfig:
     kpack: int | None = None
     tma: bool = False
     max_reduce_loads: int = 8
+    fixup_by_half: bool = False
 
     def replace(self, **changes: Any) -> KernelConfig:
         return replace(self, **changes)
@@ -78,11 +86,12 @@ class KernelConfig:
 
 
 _NVIDIA_SM90 = {
-    "bf16": KernelConfig(128, 256, 64, 3, 8),
-    "fp16": KernelConfig(128, 256, 64, 3, 8),
+    "bf16": KernelConfig(128, 256, 64, 3, 8, fixup_by_half=True),
+    "fp16": KernelConfig(128, 256, 64, 3, 8, fixup_by_half=True),
     "fp32": KernelConfig(128, 128, 16, 2, 8, max_reduce_loads=1),
     "int8": KernelConfig(128, 128, 32, 4, 8, max_reduce_loads=1),
 }
+_NVIDIA_SM100 = {name: cfg.replace(fixup_by_half=False) for name, cfg in _NVIDIA_SM90.items()}
 _NVIDIA_SM80 = {
     "bf16": KernelConfig(128, 128, 64, 3, 8),
     "fp16": KernelConfig(128, 128, 64, 3, 8),
@@ -123,6 +132,8 @@ def default_config(dtype_name: str, arch: str | None = None) -> KernelConfig:
         table = _INTERPRETER
     elif arch.startswith("gfx9"):
         table = _AMD_CDNA3
+    elif arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 100:
+        table = _NVIDIA_SM100
     elif arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 90:
         table = _NVIDIA_SM90
     else:

@@ -225,6 +225,7 @@ class StreamKGemm:
             "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma, "SK_FIRST": p.sk_first,
             "SK_ROUNDS": p.sk_rounds, "P_DESC": self._partials_descriptor() if cfg.tma else None,
             "REDUCE_LOADS": cfg.reduce_loads,
+            "FIXUP_BY_HALF": cfg.fixup_by_half,
         }
 
     def _partials_descriptor(self) -> Any:

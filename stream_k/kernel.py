@@ -31,6 +31,7 @@ The whole work of one GEMM program is the device function
                                               #   through it (_store_partial, _sum_pieces)
         A_READY=None, a_rows=1,               # all-gather of A (see streamk_program's docstring)
         REDUCE_LOADS=1,                       # constexpr: partials a tile's last piece reads at once
+        FIXUP_BY_HALF=False,                  # constexpr: the fix-up's order (_sum_pieces' BY_HALF)
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -232,36 +233,55 @@ def _piece_slot(q, t_start, rnd, num_programs, q_start):
 
 @triton.jit
 def _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE: tl.constexpr,
-                BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr, REDUCE_LOADS: tl.constexpr):
+                BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr, REDUCE_LOADS: tl.constexpr,
+                BY_HALF: tl.constexpr):
     """The sum of round-local tile ts's pieces, in the order of their programs (the tile's final accumulator).
 
     The pieces belong to programs first..last (the aligned round: ts * SPLIT + j for the j that hold iterations).
     Each column half of the tile is summed on its own (a whole 128 x 256 partial beside the sum would not fit in
     8 warps' registers), REDUCE_LOADS partials at a time: their loads are independent, so they are in flight
-    together instead of one L2 round trip per partial. A piece left out (past the last program, or an aligned
-    piece of no iterations) loads zeros."""
+    together instead of one L2 round trip per partial. BY_HALF sums the left half over every piece, then the right
+    half; otherwise each piece's two halves are added in turn (the same sums: which one fits a target's registers
+    differs, stream_k/configs.py). A piece left out (past the last program, or an aligned piece of no iterations)
+    loads zeros."""
     t_start = ts * iters_per_tile
     first = tl.where(aligned, ts * SPLIT, _sk_program_of(t_start, sk_ipp, sk_rem))
     last = tl.where(aligned, ts * SPLIT + SPLIT - 1, _sk_program_of(t_start + iters_per_tile - 1, sk_ipp, sk_rem))
-    offs = tl.arange(0, BLK_M)[:, None] * BLK_N + tl.arange(0, BLK_N // 2)[None, :]
     lo = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
     hi = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
-    for q0 in range(first, last + 1, REDUCE_LOADS):
-        for half in tl.static_range(2):
+    if BY_HALF:
+        for q0 in range(first, last + 1, REDUCE_LOADS):
             for u in tl.static_range(REDUCE_LOADS):
-                q = q0 + u
-                j = q - first
-                held = (q <= last) & ~(aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT))
-                q_start = tl.where(aligned, t_start, q * sk_ipp + tl.minimum(q, sk_rem))
-                slot = _piece_slot(q, t_start, rnd, num_programs, q_start)
-                mask = (offs * 0 + held.to(tl.int32)) != 0  # the scalar, as a tensor (the interpreter's need)
-                part = tl.load(P + slot * (BLK_M * BLK_N) + half * (BLK_N // 2) + offs, mask=mask, other=0,
-                               cache_modifier=".cg")
-                if half == 0:
-                    lo += part
-                else:
-                    hi += part
+                lo += _piece_half(P, q0 + u, 0, first, last, t_start, rnd, iters_per_tile, sk_ipp, sk_rem, aligned,
+                                  num_programs, BLK_M, BLK_N, SPLIT)
+        for q0 in range(first, last + 1, REDUCE_LOADS):
+            for u in tl.static_range(REDUCE_LOADS):
+                hi += _piece_half(P, q0 + u, 1, first, last, t_start, rnd, iters_per_tile, sk_ipp, sk_rem, aligned,
+                                  num_programs, BLK_M, BLK_N, SPLIT)
+    else:
+        for q0 in range(first, last + 1, REDUCE_LOADS):
+            for half in tl.static_range(2):
+                for u in tl.static_range(REDUCE_LOADS):
+                    part = _piece_half(P, q0 + u, half, first, last, t_start, rnd, iters_per_tile, sk_ipp, sk_rem,
+                                       aligned, num_programs, BLK_M, BLK_N, SPLIT)
+                    if half == 0:
+                        lo += part
+                    else:
+                        hi += part
     return tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
+
+
+@triton.jit
+def _piece_half(P, q, half: tl.constexpr, first, last, t_start, rnd, iters_per_tile, sk_ipp, sk_rem, aligned,
+                num_programs, BLK_M: tl.constexpr, BLK_N: tl.constexpr, SPLIT: tl.constexpr):
+    """Column half `half` of program q's piece of the tile whose pieces are first..last (zeros if q holds none)."""
+    j = q - first
+    held = (q <= last) & ~(aligned & ((j + 1) * iters_per_tile // SPLIT == j * iters_per_tile // SPLIT))
+    q_start = tl.where(aligned, t_start, q * sk_ipp + tl.minimum(q, sk_rem))
+    slot = _piece_slot(q, t_start, rnd, num_programs, q_start)
+    offs = tl.arange(0, BLK_M)[:, None] * BLK_N + tl.arange(0, BLK_N // 2)[None, :]
+    mask = (offs * 0 + held.to(tl.int32)) != 0  # the scalar, as a tensor (the interpreter's need)
+    return tl.load(P + slot * (BLK_M * BLK_N) + half * (BLK_N // 2) + offs, mask=mask, other=0, cache_modifier=".cg")
 
 
 @triton.jit
@@ -350,7 +370,7 @@ def streamk_program(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
-    REDUCE_LOADS: tl.constexpr = 1,
+    REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
@@ -432,14 +452,14 @@ def streamk_program(
         _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
                      sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
                      CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER,
-                     USE_TMA, SK_ROUNDS, REDUCE_LOADS)
+                     USE_TMA, SK_ROUNDS, REDUCE_LOADS, FIXUP_BY_HALF)
 
 
 @triton.jit
 def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
             stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
             BLK_M: tl.constexpr, BLK_N: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-            SK_ROUNDS: tl.constexpr, REDUCE_LOADS: tl.constexpr):
+            SK_ROUNDS: tl.constexpr, REDUCE_LOADS: tl.constexpr, FIXUP_BY_HALF: tl.constexpr):
     """Count a stored piece on its tile's arrival counter (release: the caller has made the piece's stores
     visible to the whole program); the last piece to arrive sums the tile's pieces and runs the EPILOGUE."""
     SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
@@ -450,7 +470,7 @@ def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem,
     if arrived == pieces - 1:
         tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
         acc = _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE, BLK_M, BLK_N,
-                          SPLIT, REDUCE_LOADS)
+                          SPLIT, REDUCE_LOADS, FIXUP_BY_HALF)
         EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
                  world_size)
         if GEMM_TRACE is not None:
@@ -462,7 +482,7 @@ def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile
                  rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
                  epoch, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
                  EPILOGUE: tl.constexpr, TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr,
-                 REDUCE_LOADS: tl.constexpr):
+                 REDUCE_LOADS: tl.constexpr, FIXUP_BY_HALF: tl.constexpr):
     """After a work item's K loop: a whole tile goes to the EPILOGUE; a piece of a split tile is published and
     counted, and the last piece to arrive sums the tile's pieces and runs the EPILOGUE (module docstring)."""
     if (k_lo > 0) | (k_hi < iters_per_tile):
@@ -471,7 +491,7 @@ def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile
         tl.debug_barrier()
         _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
                 stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
-                BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS)
+                BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS, FIXUP_BY_HALF)
     else:
         EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                  heap_bases, cur_rank, world_size)
@@ -500,7 +520,7 @@ def streamk_gemm_kernel(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, LAUNCHES=None,
-    REDUCE_LOADS: tl.constexpr = 1,
+    REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False,
 ):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,).
 
@@ -520,5 +540,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
+        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, FIXUP_BY_HALF,
     )

@@ -124,10 +124,12 @@ def test_tile_split_over_four_programs():
     assert flags.item() == gemm.epoch
 
 
-def test_tile_in_twenty_pieces():
+@pytest.mark.parametrize("by_half", [False, True])
+def test_tile_in_twenty_pieces(by_half):
     """One tile split over 20 programs: its last piece reads the partials REDUCE_LOADS at a time (several groups,
-    the last one partly empty) and sums them in program order."""
-    gemm = StreamKGemm.create(16, 16, 16 * 41, "fp32", 20, config=_config("fp32"), schedule="sk", device=DEVICE)
+    the last one partly empty) and sums them in program order, in either fix-up order (fixup_by_half)."""
+    cfg = _config("fp32").replace(fixup_by_half=by_half)
+    gemm = StreamKGemm.create(16, 16, 16 * 41, "fp32", 20, config=cfg, schedule="sk", device=DEVICE)
     assert len(gemm.plan.piece_programs(0)) == 20 and 20 % gemm.config.reduce_loads != 0
     a, b = _inputs("fp32", 16, 16, 16 * 41, seed=22)
     for _ in range(2):
@@ -345,6 +347,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                        EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
                        SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC, REDUCE_LOADS: tl.constexpr,
+                       FIXUP_BY_HALF: tl.constexpr,
                        REVERSED: tl.constexpr):
     """Programs < gemm_programs run the GEMM (in reverse order of pids with REVERSED); the next one waits on every
     tile flag."""
@@ -357,7 +360,8 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                         sk_tiles, epoch, max_spins,
                         heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
-                        TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS)
+                        TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
+                        FIXUP_BY_HALF)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
