@@ -4,16 +4,17 @@ Measured / checked:
 - sm_90 (H100/H200) bf16/fp16: 128x256x64, 3 stages, 8 warps reached 0.96-0.99x cuBLAS with an unmasked
   main loop (measured on one H200; masked loads in the main loop ran at 0.44x cuBLAS); 4 stages does not
   fit shared memory.
-- sm_90 / sm_100 int8 and fp32 (through pointers, stream_k.select.default_tma): chosen with the compile check
-  (tools/compile_check, Triton 3.9), not timed on a GPU: the largest tiles none of whose builds in the check (ragged
-  K, a caller's rows that are not a multiple of 16 elements, traced, 1 and 2 Stream-K rounds) spills on sm_90 or
-  sm_100. int8 128x128x32, 4 stages, 8 warps: 168-250 registers. Spilling (worst build): 128x256x128 (4 KB),
-  128x256x64 (1.8 KB), 128x256x32 (740 B), 128x128x128 (1.7 KB), 128x128x64 (540 B), 64x128x128 on 4 warps (4.7 KB),
-  mostly on the unaligned rows. fp32 128x128x16, 2 stages, 8 warps: 170-208 registers. Spilling: 128x128x32 (470
-  B), 128x128x16 with 3 stages (108 B), 64x128x32 and 64x128x16 on 4 warps (730 / 104 B). Both tiles read one
-  partial at a time in the Stream-K fix-up (max_reduce_loads 1): two or three, the rule's count, spill up to 216 B.
-  A 128x64 tile does not spill either (fp32 128x64x32, 3 stages: 106-194 registers) but loads twice the bytes per
-  multiply-add.
+- sm_90 / sm_100 int8 and fp32 (through pointers, stream_k.select.default_tma): among the tiles none of whose builds
+  in the compile check (tools/compile_check, Triton 3.9: ragged K, a caller's rows that are not a multiple of 16
+  elements, traced, 1 and 2 Stream-K rounds) spills on sm_90 or sm_100, the fastest on one H200 (harness.gemm_sweep,
+  4 shapes, results/logs/h200x1/spills-dd432d9 and sched-95e1660). int8 128x128x32, 4 stages, 8 warps: 168-250
+  registers; 0.84-1.03x cuBLAS, as fast as the spilling 128x256x128 or faster (1.9x at 256x8192x4096, 4.5x at 3000^3).
+  Spilling (worst build): 128x256x128 (4 KB), 128x256x64 (1.8 KB), 128x256x32 (740 B), 128x128x128 (1.7 KB),
+  128x128x64 (540 B), 64x128x128 on 4 warps (4.7 KB), mostly on the unaligned rows. fp32 128x64x32, 3 stages, 8
+  warps: 106-194 registers; geomean 0.79x cuBLAS (128x128x16 / 2 stages 0.67x, 128x64x32 / 4 stages 0.79x; the
+  spilling 128x128x32 / 3 stages 0.87x). Spilling: 128x128x32 (140-350 B), 128x128x16 with 3 stages (108 B),
+  128x64x64 (28 B), 64x128x32 and 128x64x32 on 4 warps (600-830 B). Both read one partial at a time in the Stream-K
+  fix-up (max_reduce_loads 1): the rule's count spilled up to 216 B.
 - The Stream-K fix-up's order (fixup_by_half), by compiling (Triton 3.9 and 3.6): summing one column half over every
   piece, then the other, brings sm_90's 128x256 builds from 253-255 registers to 233-250 (3.9; no spill in any
   world of the op, where both halves per piece spilled 8-16 B); on sm_100 the same order spills 256 B in most of the
@@ -88,7 +89,7 @@ class KernelConfig:
 _NVIDIA_SM90 = {
     "bf16": KernelConfig(128, 256, 64, 3, 8, fixup_by_half=True),
     "fp16": KernelConfig(128, 256, 64, 3, 8, fixup_by_half=True),
-    "fp32": KernelConfig(128, 128, 16, 2, 8, max_reduce_loads=1),
+    "fp32": KernelConfig(128, 64, 32, 3, 8, max_reduce_loads=1),
     "int8": KernelConfig(128, 128, 32, 4, 8, max_reduce_loads=1),
 }
 _NVIDIA_SM100 = {name: cfg.replace(fixup_by_half=False) for name, cfg in _NVIDIA_SM90.items()}
