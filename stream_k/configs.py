@@ -15,10 +15,11 @@ Measured / checked:
   spilling 128x128x32 / 3 stages 0.87x). Spilling: 128x128x32 (140-350 B), 128x128x16 with 3 stages (108 B),
   128x64x64 (28 B), 64x128x32 and 128x64x32 on 4 warps (600-830 B). Both read one partial at a time in the Stream-K
   fix-up (max_reduce_loads 1): the rule's count spilled up to 216 B.
-- The Stream-K fix-up's order (fixup_by_half), by compiling (Triton 3.9 and 3.6): summing one column half over every
-  piece, then the other, brings sm_90's 128x256 builds from 253-255 registers to 233-250 (3.9; no spill in any
-  world of the op, where both halves per piece spilled 8-16 B); on sm_100 the same order spills 256 B in most of the
-  op's 128x256 builds, so sm_100 adds both halves of each piece in turn (210-232 registers, no spill at worlds 1-2).
+- The Stream-K fix-up's order (fixup_by_half, off everywhere): summing one column half over every piece, then the
+  other, brings sm_90's 128x256 builds from 253-255 registers to 233-250 (Triton 3.9; no spill in any world of the
+  op, also with Triton 3.6 except gemm_reduce_scatter fused_sequential) and validated in the GPU tests, but with it
+  all_gather_gemm's copy_engine step on two ranks sharing one H200 hung in 4 tries of 4 (without it: 3 of 3 passed;
+  cause not found). On sm_100 the same order spills 256 B in most of the op's 128x256 builds.
 - "interpreter": small tiles so Triton's CPU interpreter finishes quickly.
 - int8 needs BLK_K >= 32 (tl.dot's minimum K for 8-bit inputs on NVIDIA).
 - AMD CDNA3 / CDNA4 (gfx942 MI300X, gfx950 MI355X): Iris's own Stream-K GEMM examples on MI300X (256x64x64
@@ -87,12 +88,11 @@ class KernelConfig:
 
 
 _NVIDIA_SM90 = {
-    "bf16": KernelConfig(128, 256, 64, 3, 8, fixup_by_half=True),
-    "fp16": KernelConfig(128, 256, 64, 3, 8, fixup_by_half=True),
+    "bf16": KernelConfig(128, 256, 64, 3, 8),
+    "fp16": KernelConfig(128, 256, 64, 3, 8),
     "fp32": KernelConfig(128, 64, 32, 3, 8, max_reduce_loads=1),
     "int8": KernelConfig(128, 128, 32, 4, 8, max_reduce_loads=1),
 }
-_NVIDIA_SM100 = {name: cfg.replace(fixup_by_half=False) for name, cfg in _NVIDIA_SM90.items()}
 _NVIDIA_SM80 = {
     "bf16": KernelConfig(128, 128, 64, 3, 8),
     "fp16": KernelConfig(128, 128, 64, 3, 8),
@@ -133,8 +133,6 @@ def default_config(dtype_name: str, arch: str | None = None) -> KernelConfig:
         table = _INTERPRETER
     elif arch.startswith("gfx9"):
         table = _AMD_CDNA3
-    elif arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 100:
-        table = _NVIDIA_SM100
     elif arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 90:
         table = _NVIDIA_SM90
     else:

@@ -41,17 +41,6 @@ def test_other_targets_keep_their_defaults():
     assert shape_tile(64, 5120, "fp32", "sm90", 132) == shape_tile(4096, 5120, "fp32", "sm90", 132)
 
 
-def test_fixup_order_per_target():
-    """The Stream-K fix-up's order is the one that fits each target's registers (stream_k/configs.py): a column half
-    over every piece on sm_90, both halves per piece on sm_100; the tiles are the same."""
-    from stream_k.configs import default_config
-
-    for dtype in ("bf16", "fp16"):
-        assert default_config(dtype, "sm90").fixup_by_half and not default_config(dtype, "sm100").fixup_by_half
-        assert default_config(dtype, "sm90").replace(fixup_by_half=False) == default_config(dtype, "sm100")
-        assert shape_tile(4096, 8192, dtype, "sm90", 132).fixup_by_half
-
-
 def test_schedule_follows_the_busiest_program():
     """A data-parallel wave that leaves SMs idle streams slower: 80 tiles of 64 x 64 on 132 SMs take Stream-K on
     the leftover tiles; 128 tiles (nearly a full wave) stay data-parallel."""
