@@ -6,7 +6,9 @@
 A candidate is `default` (what `StreamKGemm.create` chooses for the shape: stream_k.select) or
 `BMxBNxBK/sSTAGES/wWARPS/SCHEDULE[/rROUNDS]`, SCHEDULE one of auto (the model's pick of dp and hybrid1 for that
 tile), hybrid (DP waves plus a Stream-K share of one to two tiles per program), hybrid1 (hybrid over the leftover
-tiles only), dp, sk; fixed candidates use TMA where the GPU has it. A suite is a file of `M N K` lines
+tiles only), dp, sk, splitk or splitkS (split-K, S pieces per tile; plain splitk: as many as the programs allow);
+BN may be 3 or 5 times a power of two (a tile of two column blocks, dp only); fixed candidates use TMA where the
+GPU has it. A suite is a file of `M N K` lines
 (harness/suites/NAME.txt, or a path).
 
 Every candidate of a shape reads the same random inputs (never zeros), the user's own contiguous tensors (no
@@ -45,8 +47,9 @@ from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
 from stream_k.plan import MAX_SK_ROUNDS
 from stream_k.roofline import device_peaks, gemm_bytes, roofline_us
+from stream_k.tiles import width_parts
 
-SCHEDULE_NAMES = ("auto", "hybrid", "hybrid1", "dp", "sk")
+SCHEDULE_NAMES = ("auto", "hybrid", "hybrid1", "dp", "sk", "splitk")
 DEFAULT = "default"
 SUITES = Path(__file__).resolve().parent / "suites"
 LOOP_MS = 20.0  # device time one back-to-back loop spans
@@ -71,16 +74,18 @@ class GemmCandidate:
     rounds: int = 1
     programs: int = 1  # programs per SM
     padded: bool = False  # read copies of A and B with rows padded to 128 bytes (the copy not timed: a diagnosis)
+    split_k: int | None = None  # splitk: pieces per tile (None: as many as the programs allow)
 
     @property
     def name(self) -> str:
         return (f"{self.blk_m}x{self.blk_n}x{self.blk_k}/s{self.stages}/w{self.warps}/{self.schedule}"
-                f"/r{self.rounds}{f'/x{self.programs}' if self.programs > 1 else ''}{'/pad' if self.padded else ''}")
+                f"{self.split_k or ''}/r{self.rounds}{f'/x{self.programs}' if self.programs > 1 else ''}"
+                f"{'/pad' if self.padded else ''}")
 
     def plan_args(self) -> dict[str, Any]:
         """StreamKGemm.create's schedule arguments."""
         return {"schedule": "hybrid" if self.schedule == "hybrid1" else self.schedule,
-                "two_tiles": self.schedule != "hybrid1", "sk_rounds": self.rounds}
+                "two_tiles": self.schedule != "hybrid1", "sk_rounds": self.rounds, "split_k": self.split_k}
 
 
 def parse_candidate(text: str) -> GemmCandidate | str:
@@ -100,14 +105,22 @@ def parse_candidate(text: str) -> GemmCandidate | str:
     if len(parts) not in (4, 5):
         raise ValueError(f"must be {DEFAULT} or BMxBNxBK/sS/wW/SCHEDULE[/rR][/xP]; got {text!r}")
     dims = parts[0].lower().split("x")
-    if len(dims) != 3 or not all(d.isdigit() and int(d) >= 16 and int(d) & (int(d) - 1) == 0 for d in dims):
-        raise ValueError(f"tile must be three powers of two >= 16 (e.g. 128x256x64); got {parts[0]!r}")
+    if len(dims) != 3 or not all(d.isdigit() and int(d) >= 16 and int(d) & (int(d) - 1) == 0 for d in dims[::2]):
+        raise ValueError(f"tile must be BMxBNxBK, BM and BK powers of two >= 16 (e.g. 128x256x64); got {parts[0]!r}")
+    try:
+        width_parts(int(dims[1]) if dims[1].isdigit() else -1)
+    except ValueError as e:
+        raise ValueError(f"tile {parts[0]!r}: {e}") from None
     if not (parts[1][:1] == "s" and parts[1][1:].isdigit() and 1 <= int(parts[1][1:]) <= 8):
         raise ValueError(f"stages must be s1..s8; got {parts[1]!r}")
     if not (parts[2][:1] == "w" and parts[2][1:] in ("1", "2", "4", "8", "16")):
         raise ValueError(f"warps must be w1, w2, w4, w8 or w16; got {parts[2]!r}")
+    split_k = None
+    if parts[3].startswith("splitk") and parts[3][6:].isdigit():
+        split_k = int(parts[3][6:])
+        parts[3] = "splitk"
     if parts[3] not in SCHEDULE_NAMES:
-        raise ValueError(f"schedule must be one of {', '.join(SCHEDULE_NAMES)}; got {parts[3]!r}")
+        raise ValueError(f"schedule must be one of {', '.join(SCHEDULE_NAMES)} (or splitkS); got {parts[3]!r}")
     rounds = 1
     if len(parts) == 5:
         r = parts[4]
@@ -115,7 +128,7 @@ def parse_candidate(text: str) -> GemmCandidate | str:
             raise ValueError(f"rounds must be r1..r{MAX_SK_ROUNDS}; got {r!r}")
         rounds = int(r[1:])
     m, n, k = (int(d) for d in dims)
-    return GemmCandidate(m, n, k, int(parts[1][1:]), int(parts[2][1:]), parts[3], rounds, per_sm, padded)
+    return GemmCandidate(m, n, k, int(parts[1][1:]), int(parts[2][1:]), parts[3], rounds, per_sm, padded, split_k)
 
 
 def candidate_name(cand: GemmCandidate | str) -> str:
@@ -358,7 +371,8 @@ def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: tor
             row.update(tflops=flops / row["loop_ms"] / 1e9 if gpu else flops / row["ms"] / 1e9,
                        rel_error=rel, passed=rel <= tol, chosen=f"{cfg.BLK_M}x{cfg.BLK_N}x{cfg.BLK_K}/s{cfg.num_stages}"
                        f"/w{cfg.num_warps}{'/tma' if cfg.tma else ''}", tiles=plan.num_tiles, sk_tiles=plan.sk_tiles,
-                       schedule=plan.schedule + ("" if plan.schedule != "hybrid" else "2" if plan.two_tiles else "1"),
+                       schedule=plan.schedule + ("" if plan.schedule != "hybrid" else "2" if plan.two_tiles else "1")
+                       + (str(plan.split_k) if plan.split_k else ""),
                        registers=usage.get("registers"), spills=usage.get("spills"), error="")
             del gemm, outs, calls
         except Exception as e:  # a tile that does not fit (shared memory, registers) is a row, not a stop

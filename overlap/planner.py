@@ -74,7 +74,7 @@ def gemm_options(p: Problem, target: Target, programs: int, fixed: Mapping[str, 
     out = []
     for r in rounds:
         for choice in gemm_candidates(m, n, k, p.datatype, programs, target.arch, sms=target.sms,
-                                      fixed=_gemm_fixed(fixed, r)):
+                                      fixed=_gemm_fixed(fixed, r), op_tiles=True):
             if r == 1 or choice.plan.sk_tiles:  # rounds cut Stream-K tiles: none to cut in a data-parallel plan
                 out.append(choice)
     return out
@@ -119,7 +119,7 @@ def interpreter_choice(p: Problem, target: Target, fixed: Mapping[str, Any]) -> 
     choice = choose_gemm(m, n, k, p.datatype, programs, target.arch, sms=target.sms, tma=False,
                          fixed={"config": kernel, "schedule": fixed.get("schedule", "hybrid"),
                                 "two_tiles": fixed.get("two_tiles", True), "sk_rounds": fixed.get("sk_rounds", 1),
-                                "sk_first": fixed.get("sk_first", False)})
+                                "sk_first": fixed.get("sk_first", False)}, op_tiles=True)
     return Candidate(mode, total, gemm, choice, fixed.get("comm_tile_m") or min(16, kernel.BLK_M),
                      fixed.get("comm_tile_n") or kernel.BLK_N)
 
@@ -210,7 +210,7 @@ class TuningCache:
             m, n, k = p.local()
             choice = choose_gemm(m, n, k, p.datatype, programs, target.arch, sms=target.sms,
                                  fixed={"config": f["kernel"], "schedule": f["schedule"], "two_tiles": f["two_tiles"],
-                                        "sk_rounds": f["sk_rounds"]})
+                                        "sk_rounds": f["sk_rounds"]}, op_tiles=True)
             return Candidate(f["mode"], f["total_sms"], f["gemm_sms"], choice, f["comm_tile_m"], f["comm_tile_n"])
         except (KeyError, TypeError, ValueError):
             return None

@@ -16,7 +16,7 @@ plots, the reference baselines) reads these records instead of restating them.
 from spec.baselines import BASELINES, Baseline, baseline, peers, vendor_pair
 from spec.datatypes import DATATYPES, DataType, datatype
 from spec.modes import AUTO, MODES, Mode, mode
-from spec.schedules import SCHEDULE_CHOICES, SCHEDULES
+from spec.schedules import GEMM_SCHEDULE_CHOICES, SCHEDULE_CHOICES, SCHEDULES
 from spec.sharding import ALGORITHMS, FAMILIES, Algorithm, Family, algorithm, family
 from spec.target import INTERPRETER, KNOWN_TARGETS, Target, known_target, target_from_properties
 
@@ -26,6 +26,7 @@ __all__ = [
     "BASELINES",
     "DATATYPES",
     "FAMILIES",
+    "GEMM_SCHEDULE_CHOICES",
     "INTERPRETER",
     "KNOWN_TARGETS",
     "MODES",

@@ -28,14 +28,19 @@ from stream_k.launch import BoundLaunch
 from stream_k.layout import padded_zeros, tma_rows
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 from stream_k.select import choose_gemm
+from stream_k.tiles import width_parts
 
 _INT32_MAX = 2**31 - 1
 
 
 def c_store_columns(blk_m: int, blk_n: int, elem: int) -> int:
     """Columns of the pieces store_tma_and_signal stores a tile in (its C descriptor's block width): 16 KiB pieces,
-    but no fewer columns than a quarter of the tile."""
-    return max(blk_n // 4, min(blk_n, 16384 // (blk_m * elem)))
+    but no fewer columns than a quarter of the tile; a tile of two column blocks (stream_k.tiles.width_parts), the
+    narrower block's width, a half or a quarter of the wider one's."""
+    narrow = width_parts(blk_n)[1]
+    return narrow or max(blk_n // 4, min(blk_n, 16384 // (blk_m * elem)))
+
+
 BOUND_LAUNCHES = 16  # buffer sets whose bound launch a StreamKGemm keeps
 
 
@@ -102,6 +107,8 @@ class StreamKGemm:
         if config is not None and (config.BLK_M, config.BLK_N, config.BLK_K) != (plan.BLK_M, plan.BLK_N, plan.BLK_K):
             raise ValueError(f"config blocks {config.BLK_M}x{config.BLK_N}x{config.BLK_K} differ from the plan's "
                              f"{plan.BLK_M}x{plan.BLK_N}x{plan.BLK_K}")
+        if width_parts(plan.BLK_N)[1] and not cfg.tma:
+            raise ValueError(f"a tile {plan.BLK_N} columns wide (two column blocks) needs tma=True")
         if self.dtype_name == "int8" and plan.BLK_K < 32:
             raise ValueError(f"BLK_K must be >= 32 for int8 inputs (tl.dot's minimum); got {plan.BLK_K}")
         if timeout_s <= 0:
@@ -139,8 +146,8 @@ class StreamKGemm:
     @classmethod
     def create(cls, M: int, N: int, K: int, dtype: torch.dtype | str, num_programs: int | None = None, *,
                config: KernelConfig | None = None, schedule: str = AUTO_SCHEDULE, two_tiles: bool = True,
-               sk_first: bool = False, sk_rounds: int = 1, device: torch.device | str | None = None,
-               timeout_s: float = 10.0) -> StreamKGemm:
+               sk_first: bool = False, sk_rounds: int = 1, split_k: int | None = None,
+               device: torch.device | str | None = None, timeout_s: float = 10.0) -> StreamKGemm:
         """Plan M x N x K over num_programs (default: every SM). Without `config` the tile, TMA and (with schedule
         "auto") the schedule are chosen for the shape (stream_k.select.choose_gemm); with one, `schedule` "auto"
         takes the cheaper of data-parallel and the one-tile hybrid for that tile (stream_k.plan)."""
@@ -148,13 +155,14 @@ class StreamKGemm:
         dev = torch.device(device) if device is not None else default_device()
         programs = num_programs if num_programs is not None else default_num_programs(dev)
         if config is None:
-            fixed = {"schedule": schedule, "sk_first": sk_first, "sk_rounds": sk_rounds,
+            fixed = {"schedule": schedule, "sk_first": sk_first, "sk_rounds": sk_rounds, "split_k": split_k,
                      "two_tiles": None if schedule == AUTO_SCHEDULE else two_tiles}
             choice = choose_gemm(M, N, K, name, programs, current_arch(), sms=default_num_programs(dev),
                                  fixed=fixed)
             return cls(choice.plan, name, choice.config, device=dev, timeout_s=timeout_s)
         plan = plan_streamk(M, N, K, config.BLK_M, config.BLK_N, config.BLK_K, programs, gsize_m=config.gsize_m,
-                            two_tiles=two_tiles, schedule=schedule, sk_first=sk_first, sk_rounds=sk_rounds)
+                            two_tiles=two_tiles, schedule=schedule, sk_first=sk_first, sk_rounds=sk_rounds,
+                            split_k=split_k)
         return cls(plan, name, config, device=dev, timeout_s=timeout_s)
 
     # ---- launching ------------------------------------------------------------------------------
@@ -202,7 +210,7 @@ class StreamKGemm:
               world_size: int, epoch: int) -> dict[str, Any]:
         self._check(a, b, c, tile_flags, gemm_trace)
         p, cfg = self.plan, self.config
-        A, B = (self._descriptors(a, b) if cfg.tma else (a, b))
+        A, B, B1 = (self._descriptors(a, b) if cfg.tma else (a, b, None))
         C = c
         if epilogue is None and cfg.tma and tma_rows(c):  # the copy engine stores C (any 16-byte aligned rows)
             from triton.tools.tensor_descriptor import TensorDescriptor
@@ -223,9 +231,11 @@ class StreamKGemm:
             "TIMER": self.timer_kind,
             "INPUT_PRECISION": cfg.input_precision if self.dtype_name == "fp32" else None,
             "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma, "SK_FIRST": p.sk_first,
-            "SK_ROUNDS": p.sk_rounds, "P_DESC": self._partials_descriptor() if cfg.tma else None,
+            "SK_ROUNDS": p.sk_rounds, "P_DESC": (self._partials_descriptor() if cfg.tma and not width_parts(p.BLK_N)[1]
+                                                  else None),
             "REDUCE_LOADS": cfg.reduce_loads,
             "FIXUP_BY_HALF": cfg.fixup_by_half,
+            "B1": B1, "BLK_N1": width_parts(p.BLK_N)[1], "SPLIT_TILES": p.sk_tiles > 0, "SPLIT_K": p.split_k,
         }
 
     def _partials_descriptor(self) -> Any:
@@ -237,16 +247,19 @@ class StreamKGemm:
             self._p_desc = TensorDescriptor.from_tensor(self.partials.view(-1, p.BLK_N), [p.BLK_M, p.BLK_N // 2])
         return self._p_desc
 
-    def _descriptors(self, a: torch.Tensor, b: torch.Tensor) -> tuple[Any, Any]:
-        """Tensor descriptors of A (blocks BLK_M x BLK_K) and B (BLK_K x BLK_N) for the TMA path."""
+    def _descriptors(self, a: torch.Tensor, b: torch.Tensor) -> tuple[Any, Any, Any]:
+        """Tensor descriptors of A (blocks BLK_M x BLK_K) and B (BLK_K x BLK_N) for the TMA path; a tile of two
+        column blocks reads B through two (BLK_K x each block's width; the second is None otherwise)."""
         from triton.tools.tensor_descriptor import TensorDescriptor
 
         p = self.plan
         for name, t in (("a", a), ("b", b)):
             if not tma_rows(t):
                 raise ValueError(f"tma=True needs {name} row-major with 16-byte aligned rows; got strides {t.stride()}")
+        wide, narrow = width_parts(p.BLK_N)
         return (TensorDescriptor.from_tensor(a, [p.BLK_M, p.BLK_K]),
-                TensorDescriptor.from_tensor(b, [p.BLK_K, p.BLK_N]))
+                TensorDescriptor.from_tensor(b, [p.BLK_K, wide]),
+                TensorDescriptor.from_tensor(b, [p.BLK_K, narrow]) if narrow else None)
 
     def launch_spec(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, *,
                     tile_flags: torch.Tensor | None = None, gemm_trace: torch.Tensor | None = None,

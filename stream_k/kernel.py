@@ -32,6 +32,14 @@ The whole work of one GEMM program is the device function
         A_READY=None, a_rows=1,               # all-gather of A (see streamk_program's docstring)
         REDUCE_LOADS=1,                       # constexpr: partials a tile's last piece reads at once
         FIXUP_BY_HALF=False,                  # constexpr: the fix-up's order (_sum_pieces' BY_HALF)
+        B1=None,                              # with BLK_N1 > 0: B as a tensor descriptor, blocks [BLK_K, BLK_N1]
+        BLK_N1=0,                             # constexpr: a tile BLK_N wide that is not a power of two is two
+                                              #   column blocks, BLK_N - BLK_N1 and BLK_N1 (stream_k.tiles.
+                                              #   width_parts); TMA and data-parallel plans only
+        SPLIT_TILES=True,                     # constexpr: False when the plan has no Stream-K tiles (sk_tiles
+                                              #   == 0): the fix-up is not compiled in
+        SPLIT_K=0,                            # constexpr: plan.split_k (schedule "splitk": one piece of one tile
+                                              #   per program, _split_k_piece), 0 otherwise
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -57,6 +65,12 @@ one to the tile's arrival counter LOCKS[tile] (acq_rel). The program that arrive
 the order of their programs (so results are bit-identical run to run, whoever arrives last), resets the counter
 to 0 for the next launch, and runs the EPILOGUE. Programs may run in any order (the interpreter runs them one
 after another), and a tile's pieces cost one partial store each and one read of each partial by the last.
+
+Tile widths that are not a power of two (BLK_N1 > 0: 3 or 5 times a power of two, e.g. 320 = 256 + 64, so that
+a shape's tiles fill whole waves of programs): the tile is two column blocks, each with its own accumulator and
+B descriptor, multiplied by the same A block in one K loop; the EPILOGUE is called once per block, the tile's
+flag passed to the second call only (so it is released after both blocks are stored). Such tiles are never
+split (a data-parallel plan, SPLIT_TILES False).
 
 Main loop: full BLK_K steps with unmasked loads (rows / columns past M / N are clamped to 0 and
 masked at the store); when K % BLK_K != 0 the tile's last K block is one peeled, masked iteration,
@@ -358,6 +372,104 @@ def _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, h
 
 
 @triton.jit
+def _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, M, N, K,
+                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch,
+                   heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr,
+                   GSIZE_M: tl.constexpr, EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
+                   INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr, SPLIT_K: tl.constexpr,
+                   REDUCE_LOADS: tl.constexpr):
+    """Split-K (plan.split_k): program pid computes piece pid % SPLIT_K of tile pid // SPLIT_K, stores it in
+    workspace slot pid and counts it; the last of the tile's pieces to arrive sums the SPLIT_K slots in order and
+    runs the EPILOGUE (the fix-up of the module docstring, with one piece per program)."""
+    ACC_TYPE: tl.constexpr = P.dtype.element_ty
+    t_begin = 0
+    if GEMM_TRACE is not None:
+        t_begin = read_timer(CLOCK, TIMER)
+    tile_id = pid // SPLIT_K
+    j = pid % SPLIT_K
+    k_lo = j * iters_per_tile // SPLIT_K
+    k_hi = (j + 1) * iters_per_tile // SPLIT_K
+    pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
+    rm = pid_m * BLK_M + tl.arange(0, BLK_M)
+    rn = pid_n * BLK_N + tl.arange(0, BLK_N)
+    acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
+    if USE_TMA:
+        acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
+    else:
+        ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
+        ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
+        acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
+                        stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+    _store_partial(P, P_DESC, pid, acc, BLK_M, BLK_N, USE_TMA)
+    tl.debug_barrier()
+    arrived = tl.atomic_add(LOCKS + tile_id, 1, sem="acq_rel", scope="gpu")
+    if arrived == SPLIT_K - 1:
+        tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+        first = tile_id * SPLIT_K
+        offs = tl.arange(0, BLK_M)[:, None] * BLK_N + tl.arange(0, BLK_N // 2)[None, :]
+        lo = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
+        hi = tl.zeros((BLK_M, BLK_N // 2), dtype=ACC_TYPE)
+        for q0 in range(0, SPLIT_K, REDUCE_LOADS):
+            for half in tl.static_range(2):
+                for u in tl.static_range(REDUCE_LOADS):
+                    held = offs * 0 + (q0 + u) < SPLIT_K  # a tensor (the interpreter's need)
+                    part = tl.load(P + (first + q0 + u) * (BLK_M * BLK_N) + half * (BLK_N // 2) + offs, mask=held,
+                                   other=0, cache_modifier=".cg")
+                    if half == 0:
+                        lo += part
+                    else:
+                        hi += part
+        acc = tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
+        EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
+                 world_size)
+        if GEMM_TRACE is not None:
+            _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+
+
+@triton.jit
+def _whole_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ERRORS, M, N, K,
+                stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch, max_spins,
+                heap_bases, cur_rank, world_size, pid, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
+                BLK_N1: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr, EVEN_K: tl.constexpr,
+                EPILOGUE: tl.constexpr, TIMER: tl.constexpr, INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
+                A_READY, a_rows, ACC_TYPE: tl.constexpr):
+    """One data-parallel tile, all of its K loop, stored by the EPILOGUE: one column block, or (BLK_N1 > 0) two
+    blocks BLK_N - BLK_N1 and BLK_N1 wide with their own accumulators, one K loop over both (TMA)."""
+    pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
+    rm = pid_m * BLK_M + tl.arange(0, BLK_M)
+    if A_READY is not None:
+        _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank, world_size,
+                     BLK_M, USE_TMA)
+    if BLK_N1 == 0:
+        rn = pid_n * BLK_N + tl.arange(0, BLK_N)
+        acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
+        if USE_TMA:
+            acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, 0, iters_per_tile, BLK_K, INPUT_PRECISION)
+        else:
+            ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
+            ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
+            acc = _mac_loop(acc, A, B, ram, ran, 0, iters_per_tile, iters_per_tile, K,
+                            stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+        EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
+                 world_size)
+    else:
+        BLK_N0: tl.constexpr = BLK_N - BLK_N1
+        off_n = pid_n * BLK_N
+        acc0 = tl.zeros((BLK_M, BLK_N0), dtype=ACC_TYPE)
+        acc1 = tl.zeros((BLK_M, BLK_N1), dtype=ACC_TYPE)
+        for kb in range(0, iters_per_tile):
+            a = A.load([pid_m * BLK_M, kb * BLK_K])
+            acc0 = _dot(a, B.load([kb * BLK_K, off_n]), acc0, INPUT_PRECISION)
+            acc1 = _dot(a, B1.load([kb * BLK_K, off_n + BLK_N0]), acc1, INPUT_PRECISION)
+        EPILOGUE(acc0, rm, off_n + tl.arange(0, BLK_N0), M, N, C, stride_cm, stride_cn, tile_id, None, epoch,
+                 heap_bases, cur_rank, world_size)
+        EPILOGUE(acc1, rm, off_n + BLK_N0 + tl.arange(0, BLK_N1), M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS,
+                 epoch, heap_bases, cur_rank, world_size)
+    if GEMM_TRACE is not None:
+        _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+
+
+@triton.jit
 def streamk_program(
     pid, num_programs,
     A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
@@ -370,7 +482,8 @@ def streamk_program(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
-    REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False,
+    REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False, B1=None, BLK_N1: tl.constexpr = 0,
+    SPLIT_TILES: tl.constexpr = True, SPLIT_K: tl.constexpr = 0,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
@@ -384,75 +497,92 @@ def streamk_program(
     dp_tiles = num_tiles - sk_tiles
     n_dp = (dp_tiles + num_programs - 1 - pid) // num_programs
 
+    tl.static_assert(BLK_N1 == 0 or (USE_TMA and not SPLIT_TILES), "two column blocks: TMA, data-parallel only")
     n_sk = 0
-    for r in tl.static_range(SK_ROUNDS):
-        _, _, _, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile, SK_ROUNDS)
-        n_sk += _sk_items(start_r, end_r, iters_per_tile)
-
-    for w in range(n_dp + n_sk):
-        t_begin = 0
-        if GEMM_TRACE is not None:
-            t_begin = read_timer(CLOCK, TIMER)
-        if SK_FIRST:
-            is_dp = w >= n_sk
-            dp_w = w - n_sk
-            sk_w = w
-        else:
-            is_dp = w < n_dp
-            dp_w = w
-            sk_w = w - n_dp
-        # This item's SK round: its first tile, split (ipp, rem), pid's range, and the item's index in it.
-        rnd = 0
-        first_tile = 0
-        sk_ipp = 0
-        sk_rem = 0
-        sk_start = 0
-        sk_end = 0
-        item = sk_w
-        seen = 0
+    if SPLIT_TILES and SPLIT_K == 0:
         for r in tl.static_range(SK_ROUNDS):
-            first_r, ipp_r, rem_r, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile,
-                                                              SK_ROUNDS)
-            n_r = _sk_items(start_r, end_r, iters_per_tile)
-            hit = (sk_w >= seen) & (sk_w < seen + n_r)
-            rnd = tl.where(hit, r, rnd)
-            first_tile = tl.where(hit, first_r, first_tile)
-            sk_ipp = tl.where(hit, ipp_r, sk_ipp)
-            sk_rem = tl.where(hit, rem_r, sk_rem)
-            sk_start = tl.where(hit, start_r, sk_start)
-            sk_end = tl.where(hit, end_r, sk_end)
-            item = tl.where(hit, sk_w - seen, item)
-            seen += n_r
-        if is_dp:
-            tile_id = pid + dp_w * num_programs
-            ts = 0
-            k_lo = 0
-            k_hi = iters_per_tile
-        else:
-            ts = (sk_end - 1) // iters_per_tile - item
-            tile_id = dp_tiles + first_tile + ts
-            k_lo = tl.maximum(sk_start, ts * iters_per_tile) - ts * iters_per_tile
-            k_hi = tl.minimum(sk_end, ts * iters_per_tile + iters_per_tile) - ts * iters_per_tile
-        pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
-        rm = pid_m * BLK_M + tl.arange(0, BLK_M)
-        rn = pid_n * BLK_N + tl.arange(0, BLK_N)
-        acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
-        if A_READY is not None:
-            _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank,
-                         world_size, BLK_M, USE_TMA)
-        if USE_TMA:
-            acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
-        else:
-            # Rows / columns past the edge read row / column 0: loads need no mask, the store drops them.
-            ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
-            ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
-            acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
-                            stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+            _, _, _, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile, SK_ROUNDS)
+            n_sk += _sk_items(start_r, end_r, iters_per_tile)
 
-        _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
-                     sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
-                     CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER,
-                     USE_TMA, SK_ROUNDS, REDUCE_LOADS, FIXUP_BY_HALF)
+    if SPLIT_K > 0:
+        _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, M, N, K, stride_am, stride_ak,
+                       stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch, heap_bases, cur_rank,
+                       world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, USE_TMA,
+                       SPLIT_K, REDUCE_LOADS)
+    elif not SPLIT_TILES:  # whole tiles only: program pid computes tiles pid, pid + P, ...
+        for w in range(n_dp):
+            t_begin = 0
+            if GEMM_TRACE is not None:
+                t_begin = read_timer(CLOCK, TIMER)
+            _whole_tile(pid + w * num_programs, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ERRORS, M, N, K,
+                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch,
+                        max_spins, heap_bases, cur_rank, world_size, pid, BLK_M, BLK_N, BLK_N1, BLK_K, GSIZE_M,
+                        EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, USE_TMA, A_READY, a_rows, ACC_TYPE)
+    else:
+        for w in range(n_dp + n_sk):
+            t_begin = 0
+            if GEMM_TRACE is not None:
+                t_begin = read_timer(CLOCK, TIMER)
+            if SK_FIRST:
+                is_dp = w >= n_sk
+                dp_w = w - n_sk
+                sk_w = w
+            else:
+                is_dp = w < n_dp
+                dp_w = w
+                sk_w = w - n_dp
+            # This item's SK round: its first tile, split (ipp, rem), pid's range, and the item's index in it.
+            rnd = 0
+            first_tile = 0
+            sk_ipp = 0
+            sk_rem = 0
+            sk_start = 0
+            sk_end = 0
+            item = sk_w
+            seen = 0
+            for r in tl.static_range(SK_ROUNDS):
+                first_r, ipp_r, rem_r, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile,
+                                                                  SK_ROUNDS)
+                n_r = _sk_items(start_r, end_r, iters_per_tile)
+                hit = (sk_w >= seen) & (sk_w < seen + n_r)
+                rnd = tl.where(hit, r, rnd)
+                first_tile = tl.where(hit, first_r, first_tile)
+                sk_ipp = tl.where(hit, ipp_r, sk_ipp)
+                sk_rem = tl.where(hit, rem_r, sk_rem)
+                sk_start = tl.where(hit, start_r, sk_start)
+                sk_end = tl.where(hit, end_r, sk_end)
+                item = tl.where(hit, sk_w - seen, item)
+                seen += n_r
+            if is_dp:
+                tile_id = pid + dp_w * num_programs
+                ts = 0
+                k_lo = 0
+                k_hi = iters_per_tile
+            else:
+                ts = (sk_end - 1) // iters_per_tile - item
+                tile_id = dp_tiles + first_tile + ts
+                k_lo = tl.maximum(sk_start, ts * iters_per_tile) - ts * iters_per_tile
+                k_hi = tl.minimum(sk_end, ts * iters_per_tile + iters_per_tile) - ts * iters_per_tile
+            pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
+            rm = pid_m * BLK_M + tl.arange(0, BLK_M)
+            rn = pid_n * BLK_N + tl.arange(0, BLK_N)
+            acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
+            if A_READY is not None:
+                _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank,
+                             world_size, BLK_M, USE_TMA)
+            if USE_TMA:
+                acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
+            else:
+                # Rows / columns past the edge read row / column 0: loads need no mask, the store drops them.
+                ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
+                ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
+                acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
+                                stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+
+            _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
+                         sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
+                         CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER,
+                         USE_TMA, SK_ROUNDS, REDUCE_LOADS, FIXUP_BY_HALF)
 
 
 @triton.jit
@@ -520,7 +650,8 @@ def streamk_gemm_kernel(
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, LAUNCHES=None,
-    REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False,
+    REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False, B1=None, BLK_N1: tl.constexpr = 0,
+    SPLIT_TILES: tl.constexpr = True, SPLIT_K: tl.constexpr = 0,
 ):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,).
 
@@ -540,5 +671,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, FIXUP_BY_HALF,
+        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, FIXUP_BY_HALF, B1, BLK_N1, SPLIT_TILES, SPLIT_K,
     )

@@ -31,6 +31,15 @@ Each program walks its DP tiles first, then its SK tiles round by round, in *rev
 `StreamKPlan.work_items` is the pure-Python mirror of the kernel's loop; tests check it covers every
 iteration exactly once.
 
+Split-K (`schedule="splitk"`, the stand-alone GEMM's only: the op's kernels do not run it): for outputs of
+fewer tiles than half the programs, every tile is cut along K into `split_k` = S pieces of equal K steps, and
+program p computes piece p % S of tile p // S, so num_programs = tiles * S (at most the programs asked for) and
+each program runs one K loop, in one tile (no range across two tiles, so one pipeline fill). Its fix-up is the
+one above: each piece stored in slot p, counted, the last to arrive sums the tile's S pieces in order.
+
+A tile whose width is not a power of two (stream_k.tiles.width_parts: 3 or 5 times one, e.g. 320 or 160) is
+planned data-parallel only: such widths exist so that a shape's tiles fill whole waves of programs.
+
 Which schedule (`schedule="auto"`: the default of StreamKGemm.create and matmul; the op's planner ranks the same
 two): the cheaper by `cost_iters` of "dp" and "hybrid" with a Stream-K share of the leftover tiles only
 (`two_tiles=False`). The cost is the critical path in MAC iterations (`max_iters_per_program`), plus the fix-up
@@ -54,11 +63,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from spec.schedules import GEMM_ONLY_SCHEDULES, GEMM_SCHEDULE_CHOICES
+from spec.schedules import SCHEDULES as OP_SCHEDULES
 from stream_k.tiles import tile_coords_host as tile_coords  # noqa: F401  (re-exported)
+from stream_k.tiles import width_parts
 
-SCHEDULES = ("hybrid", "dp", "sk")
+SCHEDULES = (*OP_SCHEDULES, *GEMM_ONLY_SCHEDULES)  # spec.schedules: "splitk" is the stand-alone GEMM's only
 AUTO_SCHEDULE = "auto"  # plan_streamk picks dp or the one-tile hybrid by cost_iters
-SCHEDULE_CHOICES = (AUTO_SCHEDULE, *SCHEDULES)  # what a caller may ask plan_streamk for
+SCHEDULE_CHOICES = GEMM_SCHEDULE_CHOICES  # what a caller may ask plan_streamk for
 # The fix-up's cost in MAC iterations of a 128 x 256 x 64 tile (module docstring); partials scale with the tile.
 FIXUP_ITERS = 20.0
 FIXUP_PARTIAL_ITERS = 4.0
@@ -125,6 +137,7 @@ class StreamKPlan:
     # ready to communicate, and the GEMM ends on compute-bound DP tiles. Tiles then complete SK first.
     sk_first: bool = False
     sk_rounds: int = 1
+    split_k: int = 0  # schedule "splitk": pieces per tile (one program each); 0 otherwise
 
     # ---- the schedule, as the kernel computes it ------------------------------------------------
 
@@ -182,9 +195,16 @@ class StreamKPlan:
         b = self.round_bounds()
         return next(r for r in range(self.sk_rounds) if b[r] <= ts < b[r + 1])
 
+    def split_piece(self, pid: int) -> tuple[int, int, int]:
+        """Split-K: program pid's tile and its K steps [k_lo, k_hi)."""
+        tile, j = divmod(pid, self.split_k)
+        return tile, j * self.iters_per_tile // self.split_k, (j + 1) * self.iters_per_tile // self.split_k
+
     def piece_programs(self, tile_id: int) -> tuple[int, ...]:
         """The programs that hold a piece of tile `tile_id`, in the order the pieces are summed (a DP tile: the one
         program that computes it)."""
+        if self.split_k:
+            return tuple(range(tile_id * self.split_k, (tile_id + 1) * self.split_k))
         if tile_id < self.dp_tiles:
             return (tile_id % self.num_programs,)
         r = self.round_of(tile_id)
@@ -200,7 +220,10 @@ class StreamKPlan:
 
     def work_items(self, pid: int) -> list[WorkItem]:
         """Program pid's work in the order the kernel does it: DP tiles, then SK tiles round by round,
-        in reverse inside a round (SK tiles first with sk_first)."""
+        in reverse inside a round (SK tiles first with sk_first); split-K: its one piece."""
+        if self.split_k:
+            tile, lo, hi = self.split_piece(pid)
+            return [WorkItem(tile, lo, hi, "piece", 0, pid, self.piece_programs(tile))]
         dp = [WorkItem(t, 0, self.iters_per_tile, "dp") for t in self.dp_tiles_of(pid)]
         items: list[WorkItem] = []
         ipt = self.iters_per_tile
@@ -222,6 +245,8 @@ class StreamKPlan:
 
     def max_iters_per_program(self) -> int:
         """The most MAC iterations any program runs (the critical path, ignoring fix-up)."""
+        if self.split_k:
+            return cdiv(self.iters_per_tile, self.split_k)
         dp = cdiv(self.dp_tiles, self.num_programs) * self.iters_per_tile
         sk = 0
         ipt = self.iters_per_tile
@@ -235,6 +260,8 @@ class StreamKPlan:
 
     def fixup_pieces(self) -> list[int]:
         """Per SK round, the most pieces a split tile has (the partials its last arriver reads; 0: none split)."""
+        if self.split_k:
+            return [self.split_k]
         out = []
         for r in range(self.sk_rounds):
             b = self.round_bounds()
@@ -255,6 +282,8 @@ class StreamKPlan:
 
     def final_tiles(self) -> int:
         """How many tiles complete together at the GEMM's end: the last DP wave's, or the last SK round's."""
+        if self.split_k:
+            return self.num_tiles
         if self.sk_tiles == 0:
             return self.dp_tiles - (cdiv(self.dp_tiles, self.num_programs) - 1) * self.num_programs
         b = self.round_bounds()
@@ -294,6 +323,7 @@ def plan_streamk(
     schedule: str = "hybrid",
     sk_first: bool = False,
     sk_rounds: int = 1,
+    split_k: int | None = None,
 ) -> StreamKPlan:
     """Split an M x N x K GEMM over num_programs programs.
 
@@ -306,13 +336,24 @@ def plan_streamk(
                 share is tiny); all DP when r == 0.
       "dp":     data-parallel only (the last wave may be partly idle).
       "sk":     every tile Stream-K.
+      "splitk": every tile cut into split_k pieces of K (default: as many as the programs allow, at most one per K
+                step), one program each (module docstring); needs split_k >= 2.
     sk_first: each program runs its Stream-K share before its DP tiles (see StreamKPlan.sk_first).
     sk_rounds: cut the Stream-K tiles into this many rounds, the last one aligned (module docstring).
     """
     for name, value in (("M", M), ("N", N), ("K", K), ("num_programs", num_programs), ("gsize_m", gsize_m)):
         _check_positive(name, value)
-    for name, value in (("BLK_M", BLK_M), ("BLK_N", BLK_N), ("BLK_K", BLK_K)):
+    for name, value in (("BLK_M", BLK_M), ("BLK_K", BLK_K)):
         _check_block(name, value)
+    try:
+        two_blocks = width_parts(BLK_N)[1] > 0
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"BLK_N: {e}") from None
+    if two_blocks:  # two column blocks: whole tiles only (stream_k/kernel.py)
+        if schedule not in ("dp", AUTO_SCHEDULE):
+            raise ValueError(f"a tile {BLK_N} columns wide (two column blocks) runs data-parallel only; "
+                             f"schedule must be dp or auto, got {schedule!r}")
+        schedule = "dp"
     if not isinstance(sk_rounds, int) or not 1 <= sk_rounds <= MAX_SK_ROUNDS:
         raise ValueError(f"sk_rounds must be an integer in 1..{MAX_SK_ROUNDS}; got {sk_rounds!r}")
     if schedule not in SCHEDULE_CHOICES:
@@ -325,6 +366,19 @@ def plan_streamk(
     tiles_m, tiles_n = cdiv(M, BLK_M), cdiv(N, BLK_N)
     num_tiles = tiles_m * tiles_n
     iters_per_tile = cdiv(K, BLK_K)
+    if schedule == "splitk":
+        s = min(num_programs // num_tiles, iters_per_tile) if split_k is None else split_k
+        if not isinstance(s, int) or s < 2 or s > iters_per_tile or num_tiles * s > num_programs:
+            raise ValueError(f"splitk needs 2 <= split_k <= K steps ({iters_per_tile}) and tiles * split_k <= "
+                             f"num_programs ({num_tiles} tiles, {num_programs} programs); got split_k {s!r}")
+        return StreamKPlan(
+            M=M, N=N, K=K, BLK_M=BLK_M, BLK_N=BLK_N, BLK_K=BLK_K, num_programs=num_tiles * s, gsize_m=gsize_m,
+            schedule=schedule, two_tiles=False, tiles_m=tiles_m, tiles_n=tiles_n, num_tiles=num_tiles,
+            iters_per_tile=iters_per_tile, even_k=K % BLK_K == 0, sk_tiles=num_tiles, dp_tiles=0,
+            sk_iters_total=num_tiles * iters_per_tile, partials_shape=(num_tiles * s, BLK_M, BLK_N),
+            locks_len=num_tiles, split_k=s)
+    if split_k is not None:
+        raise ValueError(f"split_k is for schedule splitk; got schedule {schedule!r}")
     if schedule == "dp":
         sk_tiles = 0
     elif schedule == "sk":

@@ -4,10 +4,12 @@ ranked by a time model. `StreamKGemm.create`, `matmul` and the op's planner all 
     choice = choose_gemm(M, N, K, "bf16", num_programs=132, arch="sm90")
     choice.config, choice.plan, choice.time_us, choice.source
 
-`fixed` holds what the caller decided (any of: config, schedule, two_tiles, sk_rounds, sk_first); the rest is
-chosen: the tile by the shape (`shape_tile`, a rule measured per bucket of M), TMA where the GPU has it, the
-schedule (data-parallel or Stream-K on the leftover tiles) by the plan's cost. `gemm_candidates` returns every
-candidate ranked (the planner walks them when it also varies the program count).
+`fixed` holds what the caller decided (any of: config, schedule, two_tiles, sk_rounds, sk_first, split_k); the
+rest is chosen: the tile by the shape (`shape_tile`, a rule measured per bucket of M, and on sm_90 tiles whose
+width is 3 or 5 times a power of two where their count fills whole waves: `wave_tiles`), TMA where the GPU has
+it, the schedule (data-parallel, Stream-K on the leftover tiles, split-K) by the plan's cost. `gemm_candidates`
+returns every candidate ranked (the planner walks them when it also varies the program count). `op_tiles=True`
+keeps to what the op's fused kernels run: power-of-two tiles, schedules dp / hybrid / sk.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from stream_k.configs import KernelConfig, default_config
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 from stream_k.roofline import gemm_bytes
+from stream_k.tiles import width_parts
 
 # Dense GEMM TFLOP/s of the whole device for the default tile on full waves (TMA Stream-K reaches cuBLAS: 679-708
 # bf16 on an H200; a 128 x 256 x 64 MAC iteration took 0.65-0.80 us on the grid shards, 0.76 on average: 720
@@ -63,6 +66,7 @@ class GemmChoice:
     def describe(self) -> str:
         k, p = self.config, self.plan
         sched = p.schedule + ("" if p.schedule != "hybrid" else "2" if p.two_tiles else "1")
+        sched += str(p.split_k) if p.split_k else ""
         return (f"{k.BLK_M}x{k.BLK_N}x{k.BLK_K}/s{k.num_stages}/w{k.num_warps}{'/tma' if k.tma else ''}/{sched}"
                 f"/r{p.sk_rounds}")
 
@@ -111,23 +115,57 @@ def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> Kern
     return base.replace(BLK_M=bm, BLK_N=bn, BLK_K=bk, num_stages=stages, num_warps=warps)
 
 
+# Tiles that fill whole waves (sm_90 bf16 / fp16, TMA, data-parallel): 128 rows by a width that need not be a power
+# of two (stream_k.tiles.width_parts), the widths cuBLAS picks for the same reason (results/logs/h200x1/
+# gemm-diagnosis-212993d: 320 x 128 at 1024x5120 and 4096x1280, 192 x 128 at 1000x3000, 160 x 256 at
+# 1000x5000). (BLK_M, BLK_N, BLK_K, stages, warps); the largest that fit shared memory without spilling.
+WAVE_TILES = ((128, 320, 64, 3, 8), (128, 192, 64, 4, 8), (128, 160, 64, 4, 8))
+WAVE_TILE_MIN_M = 257  # M <= 256 keeps shape_tile's small-M tiles
+# Per-MAC rate of a tile relative to 128 x 256, from the bytes its K step moves through L2 per MAC: tile area over
+# perimeter, to the power L2_EXPONENT (128 x 128 ran at ~0.90 of 128 x 256 on the large tp shapes: gemm-candidates
+# sweeps 1 and 5), times TWO_BLOCKS for a tile of two column blocks (two MMAs per K step, A read twice).
+L2_EXPONENT = 0.37
+TWO_BLOCKS = 0.98
+
+
+def tile_efficiency(blk_m: int, blk_n: int) -> float:
+    """The model's per-MAC rate of a blk_m x blk_n tile relative to 128 x 256 (at most 1)."""
+    ref = 128 * 256 / (128 + 256)
+    eff = min(1.0, (blk_m * blk_n / (blk_m + blk_n) / ref) ** L2_EXPONENT)
+    return eff * (TWO_BLOCKS if width_parts(blk_n)[1] else 1.0)
+
+
+def wave_tiles(M: int, N: int, dtype: str, arch: str) -> list[KernelConfig]:
+    """The WAVE_TILES candidates for an M x N output (none off sm_90 bf16 / fp16, or for M < WAVE_TILE_MIN_M)."""
+    if arch_family(arch) != "sm90" or dtype not in ("bf16", "fp16") or M < WAVE_TILE_MIN_M:
+        return []
+    base = default_config(dtype, arch)
+    return [base.replace(BLK_M=bm, BLK_N=bn, BLK_K=bk, num_stages=st, num_warps=w) for bm, bn, bk, st, w in WAVE_TILES]
+
+
 def tile_count(M: int, N: int, tile: tuple[int, ...]) -> int:
     """Output tiles of an M x N output in tiles of tile[0] x tile[1]."""
     return -(-M // tile[0]) * -(-N // tile[1])
 
 
-def kernel_candidates(M: int, N: int, dtype: str, arch: str, tma: bool,
-                      num_programs: int) -> list[tuple[KernelConfig, float]]:
-    """GEMM configs to rank for an M x N output on `arch`, with their efficiency relative to the arch's rate."""
-    return [(shape_tile(M, N, dtype, arch, num_programs).replace(tma=tma), 1.0)]
+def kernel_candidates(M: int, N: int, dtype: str, arch: str, tma: bool, num_programs: int,
+                      op_tiles: bool = False) -> list[tuple[KernelConfig, float]]:
+    """GEMM configs to rank for an M x N output on `arch`, with their efficiency relative to the arch's rate: the
+    bucket's tile, and (not op_tiles, with TMA) the wave tiles."""
+    base = shape_tile(M, N, dtype, arch, num_programs).replace(tma=tma)
+    out = [(base, tile_efficiency(base.BLK_M, base.BLK_N) if arch_family(arch) == "sm90" else 1.0)]
+    if tma and not op_tiles:
+        out += [(c.replace(tma=tma), tile_efficiency(c.BLK_M, c.BLK_N)) for c in wave_tiles(M, N, dtype, arch)]
+    return out
 
 
-def schedule_options(fixed: Mapping[str, Any]) -> list[tuple[str, bool]]:
-    """(schedule, two_tiles) pairs to rank: what is fixed, the rest open. Unfixed, data-parallel and the one-tile
-    hybrid (the two-tile hybrid only when two_tiles=True is given: stream_k.plan's docstring says why it is not
-    chosen); a fixed hybrid with two_tiles open ranks both of its variants."""
+def schedule_options(fixed: Mapping[str, Any], op_tiles: bool = False) -> list[tuple[str, bool]]:
+    """(schedule, two_tiles) pairs to rank: what is fixed, the rest open. Unfixed, data-parallel, the one-tile
+    hybrid and (not op_tiles) split-K (the two-tile hybrid only when two_tiles=True is given: stream_k.plan's
+    docstring says why it is not chosen); a fixed hybrid with two_tiles open ranks both of its variants."""
     schedule = fixed.get("schedule", AUTO_SCHEDULE)
-    schedules = ["dp", "hybrid"] if schedule == AUTO_SCHEDULE else [schedule]
+    opened = ["dp", "hybrid"] if op_tiles else ["dp", "hybrid", "splitk"]
+    schedules = opened if schedule == AUTO_SCHEDULE else [schedule]
     if "two_tiles" in fixed and fixed["two_tiles"] is not None:
         return [(s, bool(fixed["two_tiles"])) for s in schedules]
     if schedule != AUTO_SCHEDULE:
@@ -151,29 +189,47 @@ def gemm_time_us(plan: StreamKPlan, config: KernelConfig, dtype: str, arch: str,
 
 
 def gemm_candidates(M: int, N: int, K: int, dtype: str, num_programs: int, arch: str, *, sms: int | None = None,
-                    tma: bool | None = None, fixed: Mapping[str, Any] | None = None) -> list[GemmChoice]:
-    """Every candidate for the shape on num_programs programs (of `sms` on the device), fastest first."""
+                    tma: bool | None = None, fixed: Mapping[str, Any] | None = None,
+                    op_tiles: bool = False) -> list[GemmChoice]:
+    """Every candidate for the shape on num_programs programs (of `sms` on the device), fastest first (op_tiles: the
+    module docstring)."""
     fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
     tma = default_tma(arch, dtype) if tma is None else tma
     if "config" in fixed:
         kernels = [(fixed["config"], 1.0)]
     else:
-        kernels = kernel_candidates(M, N, dtype, arch, tma, num_programs)
+        kernels = kernel_candidates(M, N, dtype, arch, tma, num_programs, op_tiles)
     rounds = fixed.get("sk_rounds", 1)
     sk_first = fixed.get("sk_first", False)
     sms = sms if sms is not None else num_programs
     source = "given" if "config" in fixed and fixed.get("schedule", AUTO_SCHEDULE) != AUTO_SCHEDULE else "model"
     out = []
     for (cfg, eff) in kernels:
-        for schedule, two_tiles in schedule_options(fixed):
+        two_blocks = width_parts(cfg.BLK_N)[1] > 0
+        for schedule, two_tiles in schedule_options(fixed, op_tiles):
+            if two_blocks and schedule != "dp":  # such tiles run data-parallel only (stream_k.plan)
+                continue
+            if schedule == "splitk" and not splittable(M, N, K, cfg, num_programs, fixed.get("split_k")):
+                continue
             plan = plan_streamk(M, N, K, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, num_programs, gsize_m=cfg.gsize_m,
-                                schedule=schedule, two_tiles=two_tiles, sk_rounds=rounds, sk_first=sk_first)
+                                schedule=schedule, two_tiles=two_tiles, sk_rounds=rounds, sk_first=sk_first,
+                                split_k=fixed.get("split_k") if schedule == "splitk" else None)
             out.append(GemmChoice(cfg, plan, gemm_time_us(plan, cfg, dtype, arch, sms, eff), source))
     # a stable sort: on a tie the earlier candidate (the default tile, data-parallel) wins
     return sorted(out, key=lambda c: c.time_us)
 
 
+def splittable(M: int, N: int, K: int, cfg: KernelConfig, num_programs: int, split_k: int | None = None) -> bool:
+    """Whether split-K applies: at least two pieces per tile fit the programs and the K steps (and split_k, if
+    given, does)."""
+    tiles = tile_count(M, N, (cfg.BLK_M, cfg.BLK_N))
+    steps = -(-K // cfg.BLK_K)
+    s = min(num_programs // tiles, steps) if split_k is None else split_k
+    return 2 <= s <= steps and tiles * s <= num_programs
+
+
 def choose_gemm(M: int, N: int, K: int, dtype: str, num_programs: int, arch: str, *, sms: int | None = None,
-                tma: bool | None = None, fixed: Mapping[str, Any] | None = None) -> GemmChoice:
+                tma: bool | None = None, fixed: Mapping[str, Any] | None = None,
+                op_tiles: bool = False) -> GemmChoice:
     """The best candidate (gemm_candidates' first)."""
-    return gemm_candidates(M, N, K, dtype, num_programs, arch, sms=sms, tma=tma, fixed=fixed)[0]
+    return gemm_candidates(M, N, K, dtype, num_programs, arch, sms=sms, tma=tma, fixed=fixed, op_tiles=op_tiles)[0]

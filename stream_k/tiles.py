@@ -31,5 +31,18 @@ def tile_coords_host(tile_id: int, tiles_m: int, tiles_n: int, gsize_m: int) -> 
     return first_m + local % group_m, local // group_m
 
 
+def width_parts(width: int) -> tuple[int, int]:
+    """The column blocks of a tile `width` columns wide: (width, 0) for a power of two; for 3 or 5 times a power of
+    two, (2w, w) or (4w, w) (320 = 256 + 64, 160 = 128 + 32, 192 = 128 + 64), the narrower block >= 16 columns
+    (tl.dot's least N). ValueError for any other width."""
+    low = width & -width
+    if width >= 16 and low == width:
+        return width, 0
+    if width // low in (3, 5) and low >= 16:
+        return width - low, low
+    raise ValueError(f"a tile width must be a power of two >= 16, or 3 or 5 times a power of two >= 16 "
+                     f"(e.g. 48, 80, 96, 160, 192, 320, 384); got {width!r}")
+
+
 def num_tiles(M: int, N: int, BLK_M: int, BLK_N: int) -> int:
     return triton.cdiv(M, BLK_M) * triton.cdiv(N, BLK_N)

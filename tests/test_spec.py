@@ -95,7 +95,7 @@ def test_modes_datatypes_schedules() -> None:
     # stream_k keeps its own tables for now: they must agree with the spec's
     assert {n: str(t).removeprefix("torch.") for n, t in GEMM_DTYPES.items()} == {
         n: d.torch_name for n, d in spec.DATATYPES.items()}
-    assert tuple(GEMM_SCHEDULES) == spec.SCHEDULE_CHOICES
+    assert tuple(GEMM_SCHEDULES) == spec.GEMM_SCHEDULE_CHOICES
     assert spec.datatype("int8").output == "int32" and spec.datatype("int8").output_bytes == 4
 
 
