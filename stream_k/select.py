@@ -123,16 +123,19 @@ WAVE_TILES = ((128, 320, 64, 3, 8), (128, 192, 64, 4, 8), (128, 160, 64, 4, 8))
 WAVE_TILE_MIN_M = 257  # M <= 256 keeps shape_tile's small-M tiles
 # Per-MAC rate of a tile relative to 128 x 256, from the bytes its K step moves through L2 per MAC: tile area over
 # perimeter, to the power L2_EXPONENT (128 x 128 ran at ~0.90 of 128 x 256 on the large tp shapes: gemm-candidates
-# sweeps 1 and 5), times TWO_BLOCKS for a tile of two column blocks (two MMAs per K step, A read twice).
+# sweeps 1 and 5), times TWO_BLOCKS[narrower block's width] for a tile of two column blocks (two MMAs per K step, A
+# read twice; a 32-wide MMA is the slow one). Measured on one H100 (results/logs/h100x1/gemm-wave-8814e5a): 128x320
+# ran at the model's time or better, 128x192 within 8%, 128x160 ~15% slower than 0.98 would say.
 L2_EXPONENT = 0.37
-TWO_BLOCKS = 0.98
+TWO_BLOCKS = {16: 0.75, 32: 0.85, 64: 0.98, 128: 0.98}
 
 
 def tile_efficiency(blk_m: int, blk_n: int) -> float:
     """The model's per-MAC rate of a blk_m x blk_n tile relative to 128 x 256 (at most 1)."""
     ref = 128 * 256 / (128 + 256)
     eff = min(1.0, (blk_m * blk_n / (blk_m + blk_n) / ref) ** L2_EXPONENT)
-    return eff * (TWO_BLOCKS if width_parts(blk_n)[1] else 1.0)
+    narrow = width_parts(blk_n)[1]
+    return eff * (TWO_BLOCKS.get(narrow, 0.98) if narrow else 1.0)
 
 
 def wave_tiles(M: int, N: int, dtype: str, arch: str) -> list[KernelConfig]:
@@ -148,14 +151,26 @@ def tile_count(M: int, N: int, tile: tuple[int, ...]) -> int:
     return -(-M // tile[0]) * -(-N // tile[1])
 
 
+ALL_SCHEDULES = ("dp", "hybrid", "sk", "splitk")
+
+
 def kernel_candidates(M: int, N: int, dtype: str, arch: str, tma: bool, num_programs: int,
-                      op_tiles: bool = False) -> list[tuple[KernelConfig, float]]:
-    """GEMM configs to rank for an M x N output on `arch`, with their efficiency relative to the arch's rate: the
-    bucket's tile, and (not op_tiles, with TMA) the wave tiles."""
+                      op_tiles: bool = False) -> list[tuple[KernelConfig, float, tuple[str, ...]]]:
+    """GEMM configs to rank for an M x N output on `arch`: (config, efficiency relative to the arch's rate, the
+    schedules it may take). The bucket's tile (shape_tile) with every schedule; not op_tiles, on sm_90 bf16 / fp16:
+    the other SM90_TILES with split-K, and (TMA) the wave tiles, data-parallel."""
     base = shape_tile(M, N, dtype, arch, num_programs).replace(tma=tma)
-    out = [(base, tile_efficiency(base.BLK_M, base.BLK_N) if arch_family(arch) == "sm90" else 1.0)]
-    if tma and not op_tiles:
-        out += [(c.replace(tma=tma), tile_efficiency(c.BLK_M, c.BLK_N)) for c in wave_tiles(M, N, dtype, arch)]
+    sm90 = arch_family(arch) == "sm90"
+    out = [(base, tile_efficiency(base.BLK_M, base.BLK_N) if sm90 else 1.0, ALL_SCHEDULES)]
+    if op_tiles or not sm90 or dtype not in ("bf16", "fp16"):
+        return out
+    if tile_count(M, N, (base.BLK_M, base.BLK_N)) < num_programs:  # split-K where the bucket's tiles leave SMs idle
+        for bm, bn, bk, stages, warps in SM90_TILES:
+            if (bm, bn, bk) != (base.BLK_M, base.BLK_N, base.BLK_K):
+                cfg = base.replace(BLK_M=bm, BLK_N=bn, BLK_K=bk, num_stages=stages, num_warps=warps)
+                out.append((cfg, tile_efficiency(bm, bn), ("splitk",)))
+    if tma:
+        out += [(c.replace(tma=tma), tile_efficiency(c.BLK_M, c.BLK_N), ("dp",)) for c in wave_tiles(M, N, dtype, arch)]
     return out
 
 
@@ -173,18 +188,30 @@ def schedule_options(fixed: Mapping[str, Any], op_tiles: bool = False) -> list[t
     return [(s, False) for s in schedules]
 
 
+# Split-K (one piece per program): the last piece to arrive reads the tile's S partials at about this rate (one SM
+# reading from L2), after a fixed cost (store, count, epilogue). Fitted on one H100 (gemm-wave-8814e5a, 19 split-K
+# runs of 4 tiles at S = 3..26: model / measured 0.8-1.1): S x the partial's bytes sets how far S may go.
+FIXUP_BYTES_PER_US = 50e3
+SPLITK_BASE_US = 2.0
+SPLITK_MAX = 8  # pieces per tile the candidates go up to (S = 13 and 26 ran 1.7-4x slower than S = 3)
+
+
 def gemm_time_us(plan: StreamKPlan, config: KernelConfig, dtype: str, arch: str, sms: int,
                  efficiency: float = 1.0) -> float:
     """The model's time of the GEMM alone, plus a launch: the plan's cost in MAC iterations (critical path + fix-up)
     at the device's rate per SM, or the bytes it must move at the bandwidth a GEMM reaches, whichever is longer.
     The bytes are streamed by the programs in proportion to their iterations, so the busiest program's share sets
-    the memory time too (a data-parallel wave that leaves SMs idle streams slower)."""
+    the memory time too (a data-parallel wave that leaves SMs idle streams slower). Split-K: one piece's K loop (or
+    the bytes), then its fix-up by bytes (FIXUP_BYTES_PER_US, SPLITK_BASE_US)."""
     per_sm = GEMM_TFLOPS[arch_family(arch)].get(dtype, 250.0) * 1e12 / max(1, sms)
     iteration_us = 2.0 * config.BLK_M * config.BLK_N * config.BLK_K / (per_sm * efficiency) * 1e6
     iteration_us *= (plan.num_programs / max(1, sms)) ** SM_SCALING
     total_iters = plan.num_tiles * plan.iters_per_tile
     imbalance = plan.max_iters_per_program() * min(plan.num_programs, sms) / max(1, total_iters)
     memory_us = gemm_bytes(plan.M, plan.N, plan.K, dtype) / (GEMM_TB_S[arch_family(arch)] * 1e6) * max(1.0, imbalance)
+    if plan.split_k:
+        fixup_us = plan.split_k * plan.BLK_M * plan.BLK_N * 4 / FIXUP_BYTES_PER_US + SPLITK_BASE_US
+        return max(plan.max_iters_per_program() * iteration_us, memory_us) + fixup_us + LAUNCH_US
     return max(plan.cost_iters() * iteration_us, memory_us) + LAUNCH_US
 
 
@@ -196,7 +223,7 @@ def gemm_candidates(M: int, N: int, K: int, dtype: str, num_programs: int, arch:
     fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
     tma = default_tma(arch, dtype) if tma is None else tma
     if "config" in fixed:
-        kernels = [(fixed["config"], 1.0)]
+        kernels = [(fixed["config"], 1.0, ALL_SCHEDULES)]
     else:
         kernels = kernel_candidates(M, N, dtype, arch, tma, num_programs, op_tiles)
     rounds = fixed.get("sk_rounds", 1)
@@ -204,28 +231,47 @@ def gemm_candidates(M: int, N: int, K: int, dtype: str, num_programs: int, arch:
     sms = sms if sms is not None else num_programs
     source = "given" if "config" in fixed and fixed.get("schedule", AUTO_SCHEDULE) != AUTO_SCHEDULE else "model"
     out = []
-    for (cfg, eff) in kernels:
-        two_blocks = width_parts(cfg.BLK_N)[1] > 0
-        for schedule, two_tiles in schedule_options(fixed, op_tiles):
-            if two_blocks and schedule != "dp":  # such tiles run data-parallel only (stream_k.plan)
+    for (cfg, eff, allowed) in kernels:
+        options = [(s, two) for s, two in schedule_options(fixed, op_tiles) if s in allowed]
+        auto = fixed.get("schedule", AUTO_SCHEDULE) == AUTO_SCHEDULE
+        if auto and any(s == "splitk" for s, _ in options) and splittable(M, N, K, cfg, num_programs):
+            # split-K, where it applies, instead of the hybrid: measured faster on every such tp shape but one (a
+            # tie), one H100 (gemm-wave-8814e5a); the hybrid's model is optimistic there
+            options = [(s, two) for s, two in options if s != "hybrid"]
+        for schedule, two_tiles in options:
+            if schedule == "splitk":
+                for s in split_options(M, N, K, cfg, num_programs, fixed.get("split_k")):
+                    plan = plan_streamk(M, N, K, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, num_programs, gsize_m=cfg.gsize_m,
+                                        schedule="splitk", split_k=s)
+                    out.append(GemmChoice(cfg, plan, gemm_time_us(plan, cfg, dtype, arch, sms, eff), source))
                 continue
-            if schedule == "splitk" and not splittable(M, N, K, cfg, num_programs, fixed.get("split_k")):
+            if width_parts(cfg.BLK_N)[1] and schedule != "dp":  # such tiles run data-parallel only (stream_k.plan)
                 continue
             plan = plan_streamk(M, N, K, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, num_programs, gsize_m=cfg.gsize_m,
-                                schedule=schedule, two_tiles=two_tiles, sk_rounds=rounds, sk_first=sk_first,
-                                split_k=fixed.get("split_k") if schedule == "splitk" else None)
+                                schedule=schedule, two_tiles=two_tiles, sk_rounds=rounds, sk_first=sk_first)
             out.append(GemmChoice(cfg, plan, gemm_time_us(plan, cfg, dtype, arch, sms, eff), source))
     # a stable sort: on a tie the earlier candidate (the default tile, data-parallel) wins
     return sorted(out, key=lambda c: c.time_us)
 
 
+def split_options(M: int, N: int, K: int, cfg: KernelConfig, num_programs: int,
+                  split_k: int | None = None) -> list[int]:
+    """The pieces per tile split-K may take for this tile: `split_k` if given and it fits, else from enough to keep
+    half the programs busy (at least 2) to SPLITK_MAX, as far as the programs and the K steps allow (none if two
+    pieces per tile do not fit)."""
+    if width_parts(cfg.BLK_N)[1]:
+        return []
+    tiles = tile_count(M, N, (cfg.BLK_M, cfg.BLK_N))
+    most = min(num_programs // tiles, -(-K // cfg.BLK_K))
+    if split_k is not None:
+        return [split_k] if 2 <= split_k <= most else []
+    return list(range(max(2, -(-num_programs // (2 * tiles))), min(most, SPLITK_MAX) + 1))
+
+
 def splittable(M: int, N: int, K: int, cfg: KernelConfig, num_programs: int, split_k: int | None = None) -> bool:
     """Whether split-K applies: at least two pieces per tile fit the programs and the K steps (and split_k, if
     given, does)."""
-    tiles = tile_count(M, N, (cfg.BLK_M, cfg.BLK_N))
-    steps = -(-K // cfg.BLK_K)
-    s = min(num_programs // tiles, steps) if split_k is None else split_k
-    return 2 <= s <= steps and tiles * s <= num_programs
+    return bool(split_options(M, N, K, cfg, num_programs, split_k))
 
 
 def choose_gemm(M: int, N: int, K: int, dtype: str, num_programs: int, arch: str, *, sms: int | None = None,

@@ -19,7 +19,8 @@ from stream_k.plan import plan_streamk
 
 def test_candidates_parse() -> None:
     assert parse_candidate("128x256x64/s3/w8/hybrid1/r2") == GemmCandidate(128, 256, 64, 3, 8, "hybrid1", 2)
-    assert parse_candidate("64x256x64/s4/w4/dp").plan_args() == {"schedule": "dp", "two_tiles": True, "sk_rounds": 1}
+    assert parse_candidate("64x256x64/s4/w4/dp").plan_args() == {"schedule": "dp", "two_tiles": True, "sk_rounds": 1,
+                                                                  "split_k": None}
     assert parse_candidate("128x256x64/s3/w8/hybrid1").plan_args()["two_tiles"] is False
     assert parse_candidate("default") == "default"
     for bad in ("128x256/s3/w8/dp", "128x256x48/s3/w8/dp", "128x256x64/s9/w8/dp", "128x256x64/s3/w3/dp",
