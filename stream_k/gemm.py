@@ -235,7 +235,11 @@ class StreamKGemm:
                                                   else None),
             "REDUCE_LOADS": cfg.reduce_loads,
             "FIXUP_BY_HALF": cfg.fixup_by_half,
-            "B1": B1, "BLK_N1": width_parts(p.BLK_N)[1], "SPLIT_TILES": p.sk_tiles > 0, "SPLIT_K": p.split_k,
+            # a tile of two column blocks compiles without the Stream-K fix-up (it runs data-parallel only); other
+            # plans keep it compiled in, data-parallel ones too (without it the pointer path's int8 build at
+            # 2000x3000x3000 spilled 72 B on sm_90, and the copy-engine builds ran no faster: gemm-wave-8814e5a)
+            "B1": B1, "BLK_N1": width_parts(p.BLK_N)[1], "SPLIT_TILES": p.sk_tiles > 0 or not width_parts(p.BLK_N)[1],
+            "SPLIT_K": p.split_k,
         }
 
     def _partials_descriptor(self) -> Any:

@@ -36,8 +36,9 @@ The whole work of one GEMM program is the device function
         BLK_N1=0,                             # constexpr: a tile BLK_N wide that is not a power of two is two
                                               #   column blocks, BLK_N - BLK_N1 and BLK_N1 (stream_k.tiles.
                                               #   width_parts); TMA and data-parallel plans only
-        SPLIT_TILES=True,                     # constexpr: False when the plan has no Stream-K tiles (sk_tiles
-                                              #   == 0): the fix-up is not compiled in
+        SPLIT_TILES=True,                     # constexpr: False only for a plan with no Stream-K tiles (sk_tiles
+                                              #   == 0): the fix-up is not compiled in (StreamKGemm: tiles of two
+                                              #   column blocks)
         SPLIT_K=0,                            # constexpr: plan.split_k (schedule "splitk": one piece of one tile
                                               #   per program, _split_k_piece), 0 otherwise
     )

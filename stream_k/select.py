@@ -154,17 +154,23 @@ def tile_count(M: int, N: int, tile: tuple[int, ...]) -> int:
 ALL_SCHEDULES = ("dp", "hybrid", "sk", "splitk")
 
 
+def tiles_measured(arch: str, dtype: str) -> bool:
+    """Where the model may choose split-K and tiles other than the bucket's: sm_90 bf16 / fp16, where they were
+    measured (elsewhere the schedule is dp or hybrid, the tile shape_tile's, unless the caller fixes them)."""
+    return arch_family(arch) == "sm90" and dtype in ("bf16", "fp16")
+
+
 def kernel_candidates(M: int, N: int, dtype: str, arch: str, tma: bool, num_programs: int,
                       op_tiles: bool = False) -> list[tuple[KernelConfig, float, tuple[str, ...]]]:
     """GEMM configs to rank for an M x N output on `arch`: (config, efficiency relative to the arch's rate, the
-    schedules it may take). The bucket's tile (shape_tile) with every schedule; not op_tiles, on sm_90 bf16 / fp16:
+    schedules it may take). The bucket's tile (shape_tile) with every schedule; not op_tiles, where tiles_measured:
     the other SM90_TILES with split-K, and (TMA) the wave tiles, data-parallel."""
     base = shape_tile(M, N, dtype, arch, num_programs).replace(tma=tma)
-    sm90 = arch_family(arch) == "sm90"
-    out = [(base, tile_efficiency(base.BLK_M, base.BLK_N) if sm90 else 1.0, ALL_SCHEDULES)]
-    if op_tiles or not sm90 or dtype not in ("bf16", "fp16"):
+    measured = tiles_measured(arch, dtype)
+    out = [(base, tile_efficiency(base.BLK_M, base.BLK_N) if measured else 1.0, ALL_SCHEDULES)]
+    if op_tiles or not measured:
         return out
-    if tile_count(M, N, (base.BLK_M, base.BLK_N)) < num_programs:  # split-K where the bucket's tiles leave SMs idle
+    if tile_count(M, N, (base.BLK_M, base.BLK_N)) < SPLITK_BELOW * num_programs:  # the bucket's tiles leave SMs idle
         for bm, bn, bk, stages, warps in SM90_TILES:
             if (bm, bn, bk) != (base.BLK_M, base.BLK_N, base.BLK_K):
                 cfg = base.replace(BLK_M=bm, BLK_N=bn, BLK_K=bk, num_stages=stages, num_warps=warps)
@@ -194,6 +200,9 @@ def schedule_options(fixed: Mapping[str, Any], op_tiles: bool = False) -> list[t
 FIXUP_BYTES_PER_US = 50e3
 SPLITK_BASE_US = 2.0
 SPLITK_MAX = 8  # pieces per tile the candidates go up to (S = 13 and 26 ran 1.7-4x slower than S = 3)
+# Split-K is a candidate where the bucket's tile gives fewer tiles than this share of the programs (80 of 132 and
+# fewer gained 5-36% on one H100; at 128 of 132, 256x8192x14336, split-K of 128x256 ran 4% slower than dp: 26a62c3)
+SPLITK_BELOW = 0.75
 
 
 def gemm_time_us(plan: StreamKPlan, config: KernelConfig, dtype: str, arch: str, sms: int,
@@ -234,6 +243,8 @@ def gemm_candidates(M: int, N: int, K: int, dtype: str, num_programs: int, arch:
     for (cfg, eff, allowed) in kernels:
         options = [(s, two) for s, two in schedule_options(fixed, op_tiles) if s in allowed]
         auto = fixed.get("schedule", AUTO_SCHEDULE) == AUTO_SCHEDULE
+        if auto and not tiles_measured(arch, dtype):
+            options = [(s, two) for s, two in options if s != "splitk"]
         if auto and any(s == "splitk" for s, _ in options) and splittable(M, N, K, cfg, num_programs):
             # split-K, where it applies, instead of the hybrid: measured faster on every such tp shape but one (a
             # tie), one H100 (gemm-wave-8814e5a); the hybrid's model is optimistic there

@@ -66,3 +66,15 @@ def test_gemm_bench_writes_validated_records(tmp_path: Path) -> None:
     for rec in records:
         z = rec["sizes"]
         assert z["flops"] == 2 * z["m"] * z["n"] * z["k"] > 0, z
+
+
+def test_candidates_of_two_column_blocks_and_split_k() -> None:
+    c = parse_candidate("128x320x64/s3/w8/dp")
+    assert (c.blk_n, c.schedule, c.split_k) == (320, "dp", None)
+    s = parse_candidate("64x64x128/s6/w4/splitk6")
+    assert (s.schedule, s.split_k, s.name) == ("splitk", 6, "64x64x128/s6/w4/splitk6/r1")
+    assert s.plan_args() == {"schedule": "splitk", "two_tiles": True, "sk_rounds": 1, "split_k": 6}
+    assert parse_candidate("64x64x128/s6/w4/splitk").split_k is None
+    for bad in ("128x336x64/s3/w8/dp", "128x40x64/s3/w8/dp", "64x64x128/s6/w4/splitkx"):
+        with pytest.raises(ValueError):
+            parse_candidate(bad)

@@ -20,6 +20,7 @@ from iris_ops.device import wait_local
 from stream_k.configs import KernelConfig
 from stream_k.gemm import StreamKGemm, matmul
 from stream_k.kernel import streamk_gemm_kernel, streamk_program
+from stream_k.tiles import width_parts
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 HAS_GPU = torch.cuda.is_available() and not INTERPRET
@@ -347,8 +348,8 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                        EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
                        SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC, REDUCE_LOADS: tl.constexpr,
-                       FIXUP_BY_HALF: tl.constexpr,
-                       REVERSED: tl.constexpr):
+                       FIXUP_BY_HALF: tl.constexpr, B1, BLK_N1: tl.constexpr, SPLIT_TILES: tl.constexpr,
+                       SPLIT_K: tl.constexpr, REVERSED: tl.constexpr):
     """Programs < gemm_programs run the GEMM (in reverse order of pids with REVERSED); the next one waits on every
     tile flag."""
     pid = tl.program_id(0)
@@ -361,7 +362,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                         sk_tiles, epoch, max_spins,
                         heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
                         TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
-                        FIXUP_BY_HALF)
+                        FIXUP_BY_HALF, B1, BLK_N1, SPLIT_TILES, SPLIT_K)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
@@ -506,3 +507,64 @@ def test_matmul_and_argument_checks():
     if not getattr(torch.version, "hip", None):
         g = StreamKGemm.create(40, 24, 33, "fp16", 3, config=amd, device=DEVICE)
         assert sorted(g.unused_options) == ["kpack", "num_xcds", "waves_per_eu"]
+
+
+@pytest.mark.parametrize(("M", "N", "K", "blk_n"), [(37, 100, 50, 48), (64, 170, 64, 80), (40, 96, 40, 96),
+                                                     (70, 200, 48, 160)])
+@pytest.mark.parametrize("name", ["fp16", "bf16"])
+def test_tiles_of_two_column_blocks(name, M, N, K, blk_n):
+    """A tile 3 or 5 times a power of two wide (two column blocks, two accumulators, one K loop; TMA): right at the
+    edges and on a ragged K, every tile's flag released once (after both blocks), traced once, on 3 programs."""
+    cfg = KernelConfig(16, blk_n, 16, num_stages=2, num_warps=4, tma=True)
+    gemm = StreamKGemm.create(M, N, K, name, 3, config=cfg, device=DEVICE)
+    assert gemm.plan.schedule == "dp" and width_parts(gemm.plan.BLK_N)[1] > 0
+    a, b = _inputs(name, M, N, K, seed=blk_n)
+    for _ in range(2):
+        c, flags, tr = _run(gemm, a, b)
+        _check(name, a, b, c)
+        assert (flags == gemm.epoch).all()
+        assert _stored_by_its_pieces(gemm.plan, tr.cpu())
+
+
+def test_tiles_of_two_column_blocks_need_tma():
+    with pytest.raises(ValueError, match="tma"):
+        StreamKGemm.create(40, 96, 40, "fp16", 3, config=KernelConfig(16, 96, 16, 2, 4), device=DEVICE)
+
+
+@pytest.mark.parametrize("tma", [False, True])
+@pytest.mark.parametrize(("name", "M", "N", "K", "split_k"), [("fp16", 40, 48, 200, None), ("bf16", 33, 40, 70, 4),
+                                                              ("fp32", 33, 16, 70, 3), ("int8", 20, 40, 64, 2)])
+def test_split_k(name, M, N, K, split_k, tma):
+    """Split-K: every piece one program; the tile's last piece sums the S partials in order: right, bit-identical run
+    to run, flags released once per tile by one of its programs, counters back at 0."""
+    if tma and name in ("fp32", "int8"):
+        pytest.skip("the copy-engine path is tested with bf16 / fp16")
+    cfg = KernelConfig(16, 32 if name == "int8" else 16, 32 if name == "int8" else 16, 2, 4, tma=tma)
+    gemm = StreamKGemm.create(M, N, K, name, 40, config=cfg, schedule="splitk", split_k=split_k, device=DEVICE)
+    p = gemm.plan
+    assert p.schedule == "splitk" and p.num_programs == p.num_tiles * p.split_k
+    a, b = _inputs(name, M, N, K, seed=11)
+    c1, f1, tr = _run(gemm, a, b)
+    _check(name, a, b, c1)
+    assert (f1 == 1).all() and _stored_by_its_pieces(p, tr.cpu()) and (gemm.locks == 0).all()
+    c2, f2, _ = _run(gemm, a, b, trace=False)
+    assert torch.equal(c1, c2) and (f2 == 2).all()
+
+
+def test_split_k_pieces_arriving_in_any_order_give_the_same_bits():
+    """Split-K pieces run in reverse pid order (the interpreter runs programs one after another, so the first piece
+    of each tile arrives last and sums): the same bits as in pid order."""
+    name, M, N, K = "fp32", 32, 16, 320
+    gemm = StreamKGemm.create(M, N, K, name, 12, config=_config(name), schedule="splitk", split_k=5, device=DEVICE)
+    a, b = _inputs(name, M, N, K, seed=12)
+    outs = []
+    for reversed_order in (False, True):
+        c = _poisoned(gemm)
+        flags = torch.zeros(gemm.plan.num_tiles, dtype=torch.int32, device=DEVICE)
+        seen = torch.zeros(1, dtype=torch.int32, device=DEVICE)
+        _launch_fused(gemm, a, b, c, flags, seen, reversed_order)
+        gemm.check_errors()
+        _check(name, a, b, c)
+        assert seen.item() == gemm.plan.num_tiles and (gemm.locks == 0).all()
+        outs.append(c.clone())
+    assert torch.equal(outs[0], outs[1])

@@ -259,3 +259,49 @@ def test_bad_inputs_raise(kwargs, name):
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
         plan_streamk(*args.values(), **extra)
+
+
+@pytest.mark.parametrize(("shape", "programs", "split_k"), [
+    ((37, 45, 50, 16, 16, 16), 20, None), ((37, 45, 50, 16, 16, 16), 18, 2), ((64, 1280, 8192, 64, 64, 128), 132, None),
+    ((128, 1280, 8192, 64, 64, 128), 132, 3), ((16, 16, 160, 16, 16, 16), 7, 7)])
+def test_split_k_plan(shape, programs, split_k):
+    """Split-K: one piece of one tile per program, pieces of a tile in K order, every iteration once, programs
+    tiles * S (no more than asked for), S pieces read by the last to arrive."""
+    M, N, K, bm, bn, bk = shape
+    p = plan_streamk(M, N, K, bm, bn, bk, programs, schedule="splitk", split_k=split_k)
+    s = p.split_k
+    assert s >= 2 and (split_k is None or s == split_k)
+    assert p.num_programs == p.num_tiles * s <= programs and p.sk_tiles == p.num_tiles and p.dp_tiles == 0
+    covered: Counter[tuple[int, int]] = Counter()
+    for pid in range(p.num_programs):
+        (w,) = p.work_items(pid)
+        assert w.role == "piece" and w.tile_id == pid // s and w.slot == pid and pid in w.programs
+        assert w.programs == p.piece_programs(w.tile_id) == tuple(range(w.tile_id * s, w.tile_id * s + s))
+        covered.update((w.tile_id, k) for k in range(w.k_lo, w.k_hi))
+    assert set(covered) == {(t, k) for t in range(p.num_tiles) for k in range(p.iters_per_tile)}
+    assert set(covered.values()) == {1}
+    assert p.max_iters_per_program() == -(-p.iters_per_tile // s) and p.fixup_pieces() == [s]
+    assert p.partials_shape[0] == p.num_programs and p.final_tiles() == p.num_tiles
+
+
+@pytest.mark.parametrize(("M", "programs", "split_k"), [(64, 4, None), (64, 8, 3), (64, 132, 1), (64, 132, 200)])
+def test_split_k_that_does_not_fit_is_refused(M, programs, split_k):
+    with pytest.raises(ValueError, match="splitk"):
+        plan_streamk(M, 64, 64, 16, 16, 16, programs, schedule="splitk", split_k=split_k)
+    with pytest.raises(ValueError, match="split_k"):
+        plan_streamk(M, 64, 64, 16, 16, 16, programs, schedule="hybrid", split_k=2)
+
+
+def test_tiles_of_two_column_blocks_are_data_parallel():
+    from stream_k.tiles import width_parts
+
+    assert [width_parts(w) for w in (16, 48, 80, 96, 160, 192, 256, 320, 384)] == [
+        (16, 0), (32, 16), (64, 16), (64, 32), (128, 32), (128, 64), (256, 0), (256, 64), (256, 128)]
+    for bad in (8, 40, 112, 336, 24):
+        with pytest.raises(ValueError, match="tile width"):
+            width_parts(bad)
+    p = plan_streamk(1024, 5120, 8192, 128, 320, 64, 132, schedule="auto")
+    assert (p.schedule, p.sk_tiles, p.num_tiles, p.tiles_n) == ("dp", 0, 128, 16)
+    _check_plan(p)
+    with pytest.raises(ValueError, match="data-parallel only"):
+        plan_streamk(1024, 5120, 8192, 128, 320, 64, 132, schedule="hybrid")

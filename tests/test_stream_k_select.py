@@ -78,3 +78,22 @@ def test_chosen_sm90_tiles_run(M):
     ref = a.float() @ b.float()
     assert torch.isfinite(c).all() and ((c.float() - ref).norm() / ref.norm()).item() < 5e-3
     assert (flags == 1).all() and gemm.staged_copies == 0
+
+
+def test_wave_tiles_and_split_k_for_the_standalone_gemm_only():
+    """On sm_90 bf16 the model takes a 320-wide tile where 128 of them fill one wave (1024x5120), split-K where the
+    tiles leave most SMs idle (128x1280); the op's GEMM (op_tiles) keeps power-of-two tiles and no split-K; fp32 and
+    AMD keep the bucket's tile and dp / hybrid unless the caller fixes the schedule."""
+    from stream_k.tiles import width_parts
+
+    wide = choose_gemm(1024, 5120, 8192, "bf16", 132, "sm90")
+    assert (wide.config.BLK_M, wide.config.BLK_N, wide.plan.schedule, wide.plan.num_tiles) == (128, 320, "dp", 128)
+    split = choose_gemm(128, 1280, 8192, "bf16", 132, "sm90")
+    assert split.plan.schedule == "splitk" and split.plan.split_k >= 2
+    assert split.plan.num_programs == split.plan.num_tiles * split.plan.split_k <= 132
+    for M, N, K in ((1024, 5120, 8192), (128, 1280, 8192), (64, 1280, 8192), (2000, 3000, 3000)):
+        for dtype, arch, op_tiles in (("bf16", "sm90", True), ("fp32", "sm90", False), ("bf16", "gfx942", False)):
+            c = choose_gemm(M, N, K, dtype, 132, arch, op_tiles=op_tiles)
+            assert c.plan.schedule in ("dp", "hybrid") and width_parts(c.config.BLK_N)[1] == 0, (M, N, K, dtype, arch)
+    fixed = choose_gemm(64, 1280, 8192, "fp32", 132, "sm90", fixed={"schedule": "splitk", "split_k": 3})
+    assert fixed.plan.schedule == "splitk" and fixed.plan.split_k == 3

@@ -37,7 +37,10 @@ GEMM_DTYPES = ("bf16", "fp16", "fp32", "int8")
 # tiles (K % 128 = 64); one shape in each bucket of M that stream_k.select.shape_tile gives its own tile (256, 128,
 # 64: the last one few tiles on many programs, where Stream-K splits K); K ragged for every tile (2000 x 3000 x 3000).
 GEMM_SHAPES = ((8192, 8192, 8192), (4864, 4096, 8256), (256, 8192, 8192), (128, 8192, 8192), (64, 1280, 8192),
-               (2000, 3000, 3000))
+               (2000, 3000, 3000), (1024, 5120, 8192))
+# ... where bf16 / fp16 take split-K (64 x 1280), a 192-wide (2000 x 3000) and a 320-wide tile (1024 x 5120) on sm_90
+# and sm_100; split-K is also built fixed, for every datatype, on the shape where it applies:
+SPLITK_SHAPE = (64, 1280, 8192)
 # The stand-alone GEMM on a caller's contiguous rows of 3000 elements (not a multiple of 16): TMA reads them from a
 # staging copy, the pointer path as they are (no vectorised loads).
 UNALIGNED_SHAPE = (2000, 3000, 3000)
@@ -103,7 +106,8 @@ def gemm_spec(target: Target, shape: tuple[int, int, int], dtype: str, *, tma: b
     return LaunchSpec.of(launch, config=config, group="gemm", default=tma == default_tma(target.name, dtype),
                          use=f"{M}x{N}x{K} {sched}{'' if fixed else ' (auto)'}{'' if padded else ' contiguous'}",
                          extra={"config": k.as_dict(), "plan": {"schedule": p.schedule, "sk_tiles": p.sk_tiles,
-                                                                "sk_rounds": p.sk_rounds, "even_k": p.even_k}})
+                                                                "sk_rounds": p.sk_rounds, "even_k": p.even_k,
+                                                                "split_k": p.split_k}})
 
 
 def gemm_specs(target: Target) -> Iterator[LaunchSpec]:
@@ -116,6 +120,7 @@ def gemm_specs(target: Target) -> Iterator[LaunchSpec]:
             yield gemm_spec(target, shape, dtype, tma=tma)
         for schedule, rounds in GEMM_SCHEDULES:
             yield gemm_spec(target, GEMM_SHAPES[0], dtype, tma=tma, fixed={"schedule": schedule, "sk_rounds": rounds})
+        yield gemm_spec(target, SPLITK_SHAPE, dtype, tma=tma, fixed={"schedule": "splitk"})
         yield gemm_spec(target, GEMM_SHAPES[0], dtype, tma=tma, traced=True)
         yield gemm_spec(target, UNALIGNED_SHAPE, dtype, tma=tma, padded=False)
 
