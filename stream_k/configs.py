@@ -52,6 +52,8 @@ class KernelConfig:
     interpreter runs.
     max_reduce_loads: the most partials the Stream-K fix-up reads at once (reduce_loads); a table lowers it where
     the rule's count spills.
+    BLK_N: the tile's width, a power of two or 3 or 5 times one (two column blocks: stream_k.tiles.width_parts;
+    data-parallel plans with TMA only).
     fixup_by_half: the Stream-K fix-up sums the tile's left column half over every piece, then the right half
     (True), or adds each piece's two halves in turn (False): the same sums; a table picks the order that fits its
     target's registers.

@@ -373,6 +373,22 @@ def _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, h
 
 
 @triton.jit
+def _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi, iters_per_tile,
+                   stride_am, stride_ak, stride_bk, stride_bn, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
+                   BLK_K: tl.constexpr, EVEN_K: tl.constexpr, INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr):
+    """acc + the tile's K blocks [k_lo, k_hi): through tensor descriptors (USE_TMA) or pointers. On the pointer path
+    rows / columns past the edge read row / column 0: loads need no mask, the store drops them."""
+    if USE_TMA:
+        acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
+    else:
+        ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
+        ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
+        acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
+                        stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+    return acc
+
+
+@triton.jit
 def _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, M, N, K,
                    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch,
                    heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr,
@@ -393,14 +409,9 @@ def _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK
     pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
     rm = pid_m * BLK_M + tl.arange(0, BLK_M)
     rn = pid_n * BLK_N + tl.arange(0, BLK_N)
-    acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
-    if USE_TMA:
-        acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
-    else:
-        ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
-        ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
-        acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
-                        stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+    acc = _tile_k_blocks(tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE), A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi,
+                         iters_per_tile, stride_am, stride_ak, stride_bk, stride_bn, BLK_M, BLK_N, BLK_K, EVEN_K,
+                         INPUT_PRECISION, USE_TMA)
     _store_partial(P, P_DESC, pid, acc, BLK_M, BLK_N, USE_TMA)
     tl.debug_barrier()
     arrived = tl.atomic_add(LOCKS + tile_id, 1, sem="acq_rel", scope="gpu")
@@ -443,14 +454,9 @@ def _whole_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ER
                      BLK_M, USE_TMA)
     if BLK_N1 == 0:
         rn = pid_n * BLK_N + tl.arange(0, BLK_N)
-        acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
-        if USE_TMA:
-            acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, 0, iters_per_tile, BLK_K, INPUT_PRECISION)
-        else:
-            ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
-            ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
-            acc = _mac_loop(acc, A, B, ram, ran, 0, iters_per_tile, iters_per_tile, K,
-                            stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+        acc = _tile_k_blocks(tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE), A, B, rm, rn, pid_m, pid_n, M, N, K, 0,
+                             iters_per_tile, iters_per_tile, stride_am, stride_ak, stride_bk, stride_bn, BLK_M, BLK_N,
+                             BLK_K, EVEN_K, INPUT_PRECISION, USE_TMA)
         EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
                  world_size)
     else:
@@ -571,14 +577,9 @@ def streamk_program(
             if A_READY is not None:
                 _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank,
                              world_size, BLK_M, USE_TMA)
-            if USE_TMA:
-                acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
-            else:
-                # Rows / columns past the edge read row / column 0: loads need no mask, the store drops them.
-                ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
-                ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
-                acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
-                                stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+            acc = _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi, iters_per_tile,
+                                 stride_am, stride_ak, stride_bk, stride_bn, BLK_M, BLK_N, BLK_K, EVEN_K,
+                                 INPUT_PRECISION, USE_TMA)
 
             _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
                          sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,

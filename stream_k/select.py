@@ -167,7 +167,8 @@ def kernel_candidates(M: int, N: int, dtype: str, arch: str, tma: bool, num_prog
     the other SM90_TILES with split-K, and (TMA) the wave tiles, data-parallel."""
     base = shape_tile(M, N, dtype, arch, num_programs).replace(tma=tma)
     measured = tiles_measured(arch, dtype)
-    out = [(base, tile_efficiency(base.BLK_M, base.BLK_N) if measured else 1.0, ALL_SCHEDULES)]
+    # the op's planner weighs the GEMM's time against communication with the rate it was fitted with (1.0)
+    out = [(base, tile_efficiency(base.BLK_M, base.BLK_N) if measured and not op_tiles else 1.0, ALL_SCHEDULES)]
     if op_tiles or not measured:
         return out
     if tile_count(M, N, (base.BLK_M, base.BLK_N)) < SPLITK_BELOW * num_programs:  # the bucket's tiles leave SMs idle
