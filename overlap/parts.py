@@ -133,10 +133,9 @@ class Parts:
         if seq and alg.zeroes_c:  # fused_sequential all_reduce / gemm_reduce_scatter: the epilogue adds into C
             args.update(C=bufs.c, stride_cm=bufs.c.stride(0), stride_cn=bufs.c.stride(1))
         del args["epoch"]  # the kernel reads the step's epoch from CTRL
-        # the overlap kernel's GEMM keeps power-of-two tiles (its communication tiles divide them) and its fix-up code
+        # the overlap kernel's GEMM keeps power-of-two tiles (its communication tiles divide them), no split-K
         assert args.pop("BLK_N1") == 0 and args.pop("B1") is None, "the op plans power-of-two tile widths"
         assert args.pop("SPLIT_K") == 0, "the op's kernels do not run split-K"
-        args.pop("SPLIT_TILES")
         args["ERRORS"] = bufs.errors.words  # the collective error words, for every kernel of the step
         comm = comm_programs > 0
         move, move_flags = self._move(gemm, comm_programs, claim, True) if (comm or join) else (None, None)

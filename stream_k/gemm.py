@@ -211,6 +211,7 @@ class StreamKGemm:
         self._check(a, b, c, tile_flags, gemm_trace)
         p, cfg = self.plan, self.config
         A, B, B1 = (self._descriptors(a, b) if cfg.tma else (a, b, None))
+        narrow = width_parts(p.BLK_N)[1]  # a tile of two column blocks: data-parallel, no fix-up (stream_k.kernel)
         C = c
         if epilogue is None and cfg.tma and tma_rows(c):  # the copy engine stores C (any 16-byte aligned rows)
             from triton.tools.tensor_descriptor import TensorDescriptor
@@ -231,15 +232,10 @@ class StreamKGemm:
             "TIMER": self.timer_kind,
             "INPUT_PRECISION": cfg.input_precision if self.dtype_name == "fp32" else None,
             "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma, "SK_FIRST": p.sk_first,
-            "SK_ROUNDS": p.sk_rounds, "P_DESC": (self._partials_descriptor() if cfg.tma and not width_parts(p.BLK_N)[1]
-                                                  else None),
+            "SK_ROUNDS": p.sk_rounds, "P_DESC": self._partials_descriptor() if cfg.tma and not narrow else None,
             "REDUCE_LOADS": cfg.reduce_loads,
             "FIXUP_BY_HALF": cfg.fixup_by_half,
-            # a tile of two column blocks compiles without the Stream-K fix-up (it runs data-parallel only); other
-            # plans keep it compiled in, data-parallel ones too (without it the pointer path's int8 build at
-            # 2000x3000x3000 spilled 72 B on sm_90, and the copy-engine builds ran no faster: gemm-wave-8814e5a)
-            "B1": B1, "BLK_N1": width_parts(p.BLK_N)[1], "SPLIT_TILES": p.sk_tiles > 0 or not width_parts(p.BLK_N)[1],
-            "SPLIT_K": p.split_k,
+            "B1": B1, "BLK_N1": narrow, "SPLIT_K": p.split_k,
         }
 
     def _partials_descriptor(self) -> Any:

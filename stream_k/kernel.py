@@ -36,9 +36,6 @@ The whole work of one GEMM program is the device function
         BLK_N1=0,                             # constexpr: a tile BLK_N wide that is not a power of two is two
                                               #   column blocks, BLK_N - BLK_N1 and BLK_N1 (stream_k.tiles.
                                               #   width_parts); TMA and data-parallel plans only
-        SPLIT_TILES=True,                     # constexpr: False only for a plan with no Stream-K tiles (sk_tiles
-                                              #   == 0): the fix-up is not compiled in (StreamKGemm: tiles of two
-                                              #   column blocks)
         SPLIT_K=0,                            # constexpr: plan.split_k (schedule "splitk": one piece of one tile
                                               #   per program, _split_k_piece), 0 otherwise
     )
@@ -71,7 +68,7 @@ Tile widths that are not a power of two (BLK_N1 > 0: 3 or 5 times a power of two
 a shape's tiles fill whole waves of programs): the tile is two column blocks, each with its own accumulator and
 B descriptor, multiplied by the same A block in one K loop; the EPILOGUE is called once per block, the tile's
 flag passed to the second call only (so it is released after both blocks are stored). Such tiles are never
-split (a data-parallel plan, SPLIT_TILES False).
+split: the plan is data-parallel, and the Stream-K fix-up is not compiled in.
 
 Main loop: full BLK_K steps with unmasked loads (rows / columns past M / N are clamped to 0 and
 masked at the store); when K % BLK_K != 0 the tile's last K block is one peeled, masked iteration,
@@ -439,39 +436,31 @@ def _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK
 
 
 @triton.jit
-def _whole_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ERRORS, M, N, K,
-                stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch, max_spins,
-                heap_bases, cur_rank, world_size, pid, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-                BLK_N1: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr, EVEN_K: tl.constexpr,
-                EPILOGUE: tl.constexpr, TIMER: tl.constexpr, INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
-                A_READY, a_rows, ACC_TYPE: tl.constexpr):
-    """One data-parallel tile, all of its K loop, stored by the EPILOGUE: one column block, or (BLK_N1 > 0) two
-    blocks BLK_N - BLK_N1 and BLK_N1 wide with their own accumulators, one K loop over both (TMA)."""
+def _two_block_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ERRORS, M, N, iters_per_tile,
+                    stride_cm, stride_cn, epoch, max_spins, heap_bases, cur_rank, world_size, pid,
+                    BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_N1: tl.constexpr, BLK_K: tl.constexpr,
+                    GSIZE_M: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
+                    INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr, A_READY, a_rows, ACC_TYPE: tl.constexpr):
+    """One whole tile of two column blocks, BLK_N - BLK_N1 and BLK_N1 wide, each with its own accumulator and B
+    descriptor, one K loop over both (the copy engine zero-fills past M, N and K); the EPILOGUE per block, the tile's
+    flag with the second."""
+    BLK_N0: tl.constexpr = BLK_N - BLK_N1
     pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
     rm = pid_m * BLK_M + tl.arange(0, BLK_M)
+    off_n = pid_n * BLK_N
     if A_READY is not None:
         _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank, world_size,
                      BLK_M, USE_TMA)
-    if BLK_N1 == 0:
-        rn = pid_n * BLK_N + tl.arange(0, BLK_N)
-        acc = _tile_k_blocks(tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE), A, B, rm, rn, pid_m, pid_n, M, N, K, 0,
-                             iters_per_tile, iters_per_tile, stride_am, stride_ak, stride_bk, stride_bn, BLK_M, BLK_N,
-                             BLK_K, EVEN_K, INPUT_PRECISION, USE_TMA)
-        EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
-                 world_size)
-    else:
-        BLK_N0: tl.constexpr = BLK_N - BLK_N1
-        off_n = pid_n * BLK_N
-        acc0 = tl.zeros((BLK_M, BLK_N0), dtype=ACC_TYPE)
-        acc1 = tl.zeros((BLK_M, BLK_N1), dtype=ACC_TYPE)
-        for kb in range(0, iters_per_tile):
-            a = A.load([pid_m * BLK_M, kb * BLK_K])
-            acc0 = _dot(a, B.load([kb * BLK_K, off_n]), acc0, INPUT_PRECISION)
-            acc1 = _dot(a, B1.load([kb * BLK_K, off_n + BLK_N0]), acc1, INPUT_PRECISION)
-        EPILOGUE(acc0, rm, off_n + tl.arange(0, BLK_N0), M, N, C, stride_cm, stride_cn, tile_id, None, epoch,
-                 heap_bases, cur_rank, world_size)
-        EPILOGUE(acc1, rm, off_n + BLK_N0 + tl.arange(0, BLK_N1), M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS,
-                 epoch, heap_bases, cur_rank, world_size)
+    acc0 = tl.zeros((BLK_M, BLK_N0), dtype=ACC_TYPE)
+    acc1 = tl.zeros((BLK_M, BLK_N1), dtype=ACC_TYPE)
+    for kb in range(0, iters_per_tile):
+        a = A.load([pid_m * BLK_M, kb * BLK_K])
+        acc0 = _dot(a, B.load([kb * BLK_K, off_n]), acc0, INPUT_PRECISION)
+        acc1 = _dot(a, B1.load([kb * BLK_K, off_n + BLK_N0]), acc1, INPUT_PRECISION)
+    EPILOGUE(acc0, rm, off_n + tl.arange(0, BLK_N0), M, N, C, stride_cm, stride_cn, tile_id, None, epoch,
+             heap_bases, cur_rank, world_size)
+    EPILOGUE(acc1, rm, off_n + BLK_N0 + tl.arange(0, BLK_N1), M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS,
+             epoch, heap_bases, cur_rank, world_size)
     if GEMM_TRACE is not None:
         _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
 
@@ -490,7 +479,7 @@ def streamk_program(
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
     REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False, B1=None, BLK_N1: tl.constexpr = 0,
-    SPLIT_TILES: tl.constexpr = True, SPLIT_K: tl.constexpr = 0,
+    SPLIT_K: tl.constexpr = 0,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
@@ -504,9 +493,9 @@ def streamk_program(
     dp_tiles = num_tiles - sk_tiles
     n_dp = (dp_tiles + num_programs - 1 - pid) // num_programs
 
-    tl.static_assert(BLK_N1 == 0 or (USE_TMA and not SPLIT_TILES), "two column blocks: TMA, data-parallel only")
+    tl.static_assert(BLK_N1 == 0 or USE_TMA, "two column blocks: TMA only (and a data-parallel plan)")
     n_sk = 0
-    if SPLIT_TILES and SPLIT_K == 0:
+    if BLK_N1 == 0 and SPLIT_K == 0:
         for r in tl.static_range(SK_ROUNDS):
             _, _, _, start_r, end_r = _sk_round(r, pid, num_programs, sk_tiles, iters_per_tile, SK_ROUNDS)
             n_sk += _sk_items(start_r, end_r, iters_per_tile)
@@ -516,15 +505,15 @@ def streamk_program(
                        stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch, heap_bases, cur_rank,
                        world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, USE_TMA,
                        SPLIT_K, REDUCE_LOADS)
-    elif not SPLIT_TILES:  # whole tiles only: program pid computes tiles pid, pid + P, ...
+    elif BLK_N1 > 0:  # two column blocks, whole tiles only: program pid computes tiles pid, pid + P, ...
         for w in range(n_dp):
             t_begin = 0
             if GEMM_TRACE is not None:
                 t_begin = read_timer(CLOCK, TIMER)
-            _whole_tile(pid + w * num_programs, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ERRORS, M, N, K,
-                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch,
-                        max_spins, heap_bases, cur_rank, world_size, pid, BLK_M, BLK_N, BLK_N1, BLK_K, GSIZE_M,
-                        EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, USE_TMA, A_READY, a_rows, ACC_TYPE)
+            _two_block_tile(pid + w * num_programs, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ERRORS, M, N,
+                            iters_per_tile, stride_cm, stride_cn, epoch, max_spins, heap_bases, cur_rank, world_size,
+                            pid, BLK_M, BLK_N, BLK_N1, BLK_K, GSIZE_M, EPILOGUE, TIMER, INPUT_PRECISION, USE_TMA,
+                            A_READY, a_rows, ACC_TYPE)
     else:
         for w in range(n_dp + n_sk):
             t_begin = 0
@@ -653,7 +642,7 @@ def streamk_gemm_kernel(
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, LAUNCHES=None,
     REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False, B1=None, BLK_N1: tl.constexpr = 0,
-    SPLIT_TILES: tl.constexpr = True, SPLIT_K: tl.constexpr = 0,
+    SPLIT_K: tl.constexpr = 0,
 ):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,).
 
@@ -673,5 +662,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, FIXUP_BY_HALF, B1, BLK_N1, SPLIT_TILES, SPLIT_K,
+        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K,
     )

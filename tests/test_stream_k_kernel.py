@@ -348,8 +348,8 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                        EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
                        INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
                        SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC, REDUCE_LOADS: tl.constexpr,
-                       FIXUP_BY_HALF: tl.constexpr, B1, BLK_N1: tl.constexpr, SPLIT_TILES: tl.constexpr,
-                       SPLIT_K: tl.constexpr, REVERSED: tl.constexpr):
+                       FIXUP_BY_HALF: tl.constexpr, B1, BLK_N1: tl.constexpr, SPLIT_K: tl.constexpr,
+                       REVERSED: tl.constexpr):
     """Programs < gemm_programs run the GEMM (in reverse order of pids with REVERSED); the next one waits on every
     tile flag."""
     pid = tl.program_id(0)
@@ -362,7 +362,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                         sk_tiles, epoch, max_spins,
                         heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
                         TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
-                        FIXUP_BY_HALF, B1, BLK_N1, SPLIT_TILES, SPLIT_K)
+                        FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
