@@ -201,8 +201,9 @@ def schedule_options(fixed: Mapping[str, Any], op_tiles: bool = False) -> list[t
 FIXUP_BYTES_PER_US = 50e3
 SPLITK_BASE_US = 2.0
 SPLITK_MAX = 8  # pieces per tile the candidates go up to (S = 13 and 26 ran 1.7-4x slower than S = 3)
-# Split-K is a candidate where the bucket's tile gives fewer tiles than this share of the programs (80 of 132 and
-# fewer gained 5-36% on one H100; at 128 of 132, 256x8192x14336, split-K of 128x256 ran 4% slower than dp: 26a62c3)
+# Split-K is a candidate where the bucket's tile gives fewer tiles than this share of the programs: at 80 of 132
+# and fewer it gained 5-36% on one H100 (results/logs/h100x1/gemm-wave-8814e5a); at 128 of 132 (256x8192x14336)
+# split-K of 128x256 ran 4% slower than dp (results/logs/h100x1/gemm-tp-26a62c3).
 SPLITK_BELOW = 0.75
 
 
