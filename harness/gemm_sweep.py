@@ -408,7 +408,8 @@ def _geomean(values: list[float]) -> float:
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per candidate: geomean / min of cuBLAS's back-to-back time over ours (isolated where not timed back to
-    back), the shapes below 0.95x, and the showcase shapes (cuBLAS under 40% of the roofline) below 1.5x."""
+    back), the shapes below 0.95x, the showcase shapes (cuBLAS under 40% of the roofline) below 1.5x, the shapes
+    whose result was wrong (`failed`) and those the candidate does not apply to or could not run (`not_run`)."""
     key = "vs_cublas_loop" if any(r.get("loop_ms", float("nan")) == r.get("loop_ms") for r in rows) else "vs_cublas"
     out: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(r["candidate"] for r in rows if r["candidate"] != "cublas"):
@@ -421,7 +422,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                      "below_0.95": [r["shape"] for r in mine if not r.get(key, 0.0) >= 0.95],
                      "showcase": [r["shape"] for r in showcase],
                      "showcase_below_1.5": [r["shape"] for r in showcase if not r.get(key, 0.0) >= 1.5],
-                     "failed": [r["shape"] for r in mine if not r.get("passed")]}
+                     "failed": [r["shape"] for r in mine if not r.get("passed") and not r.get("error")],
+                     "not_run": [r["shape"] for r in mine if r.get("error")]}
     return out
 
 
@@ -444,7 +446,8 @@ def report(rows: list[dict[str, Any]]) -> str:
         lines.append(f"{name}: geomean {s['geomean']:.3f}x cuBLAS ({s['metric']}), min {s['min']:.3f}, "
                      f">= 1.0x on {s['at_least_1']}/{s['shapes']}; below 0.95x: {', '.join(s['below_0.95']) or '-'}; "
                      f"showcase (cuBLAS < 40% roofline) below 1.5x: {', '.join(s['showcase_below_1.5']) or '-'} "
-                     f"of {', '.join(s['showcase']) or '-'}; wrong: {', '.join(s['failed']) or '-'}")
+                     f"of {', '.join(s['showcase']) or '-'}; wrong: {', '.join(s['failed']) or '-'}"
+                     + (f"; not run: {', '.join(s['not_run'])}" if s["not_run"] else ""))
     return "\n".join(lines)
 
 

@@ -136,6 +136,7 @@ class Parts:
         # the overlap kernel's GEMM keeps power-of-two tiles (its communication tiles divide them), no split-K
         assert args.pop("BLK_N1") == 0 and args.pop("B1") is None, "the op plans power-of-two tile widths"
         assert args.pop("SPLIT_K") == 0, "the op's kernels do not run split-K"
+        assert args.pop("STRIDE_ALIGN") == 1, "the op reads rows 16-element aligned (or through TMA)"
         args["ERRORS"] = bufs.errors.words  # the collective error words, for every kernel of the step
         comm = comm_programs > 0
         move, move_flags = self._move(gemm, comm_programs, claim, True) if (comm or join) else (None, None)

@@ -25,7 +25,7 @@ from stream_k.dtypes import DATATYPES as DTYPES
 from stream_k.dtypes import output_dtype
 from stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
 from stream_k.launch import BoundLaunch
-from stream_k.layout import padded_zeros, tma_rows
+from stream_k.layout import padded_zeros, tma_rows, vector_stride_multiple
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 from stream_k.select import choose_gemm
 from stream_k.tiles import width_parts
@@ -236,6 +236,7 @@ class StreamKGemm:
             "REDUCE_LOADS": cfg.reduce_loads,
             "FIXUP_BY_HALF": cfg.fixup_by_half,
             "B1": B1, "BLK_N1": narrow, "SPLIT_K": p.split_k,
+            "STRIDE_ALIGN": 1 if cfg.tma else vector_stride_multiple(a, b),
         }
 
     def _partials_descriptor(self) -> Any:

@@ -38,6 +38,9 @@ The whole work of one GEMM program is the device function
                                               #   width_parts); TMA and data-parallel plans only
         SPLIT_K=0,                            # constexpr: plan.split_k (schedule "splitk": one piece of one tile
                                               #   per program, _split_k_piece), 0 otherwise
+        STRIDE_ALIGN=1,                       # constexpr: stride_am and stride_bk are multiples of this (elements):
+                                              #   on the pointer path rows 16-byte aligned but not 16-element aligned
+                                              #   still load in 16-byte vectors (Triton only knows the latter itself)
     )
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
@@ -372,12 +375,16 @@ def _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, h
 @triton.jit
 def _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi, iters_per_tile,
                    stride_am, stride_ak, stride_bk, stride_bn, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-                   BLK_K: tl.constexpr, EVEN_K: tl.constexpr, INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr):
+                   BLK_K: tl.constexpr, EVEN_K: tl.constexpr, INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
+                   STRIDE_ALIGN: tl.constexpr):
     """acc + the tile's K blocks [k_lo, k_hi): through tensor descriptors (USE_TMA) or pointers. On the pointer path
     rows / columns past the edge read row / column 0: loads need no mask, the store drops them."""
     if USE_TMA:
         acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
     else:
+        if STRIDE_ALIGN > 1:  # the product states the multiple to the compiler (the value is unchanged)
+            stride_am = stride_am // STRIDE_ALIGN * STRIDE_ALIGN
+            stride_bk = stride_bk // STRIDE_ALIGN * STRIDE_ALIGN
         ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
         ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
         acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
@@ -391,7 +398,7 @@ def _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK
                    heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr,
                    GSIZE_M: tl.constexpr, EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
                    INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr, SPLIT_K: tl.constexpr,
-                   REDUCE_LOADS: tl.constexpr):
+                   REDUCE_LOADS: tl.constexpr, STRIDE_ALIGN: tl.constexpr):
     """Split-K (plan.split_k): program pid computes piece pid % SPLIT_K of tile pid // SPLIT_K, stores it in
     workspace slot pid and counts it; the last of the tile's pieces to arrive sums the SPLIT_K slots in order and
     runs the EPILOGUE (the fix-up of the module docstring, with one piece per program)."""
@@ -408,7 +415,7 @@ def _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK
     rn = pid_n * BLK_N + tl.arange(0, BLK_N)
     acc = _tile_k_blocks(tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE), A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi,
                          iters_per_tile, stride_am, stride_ak, stride_bk, stride_bn, BLK_M, BLK_N, BLK_K, EVEN_K,
-                         INPUT_PRECISION, USE_TMA)
+                         INPUT_PRECISION, USE_TMA, STRIDE_ALIGN)
     _store_partial(P, P_DESC, pid, acc, BLK_M, BLK_N, USE_TMA)
     tl.debug_barrier()
     arrived = tl.atomic_add(LOCKS + tile_id, 1, sem="acq_rel", scope="gpu")
@@ -479,7 +486,7 @@ def streamk_program(
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
     REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False, B1=None, BLK_N1: tl.constexpr = 0,
-    SPLIT_K: tl.constexpr = 0,
+    SPLIT_K: tl.constexpr = 0, STRIDE_ALIGN: tl.constexpr = 1,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
@@ -504,7 +511,7 @@ def streamk_program(
         _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, M, N, K, stride_am, stride_ak,
                        stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch, heap_bases, cur_rank,
                        world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, USE_TMA,
-                       SPLIT_K, REDUCE_LOADS)
+                       SPLIT_K, REDUCE_LOADS, STRIDE_ALIGN)
     elif BLK_N1 > 0:  # two column blocks, whole tiles only: program pid computes tiles pid, pid + P, ...
         for w in range(n_dp):
             t_begin = 0
@@ -568,7 +575,7 @@ def streamk_program(
                              world_size, BLK_M, USE_TMA)
             acc = _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi, iters_per_tile,
                                  stride_am, stride_ak, stride_bk, stride_bn, BLK_M, BLK_N, BLK_K, EVEN_K,
-                                 INPUT_PRECISION, USE_TMA)
+                                 INPUT_PRECISION, USE_TMA, STRIDE_ALIGN)
 
             _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
                          sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
@@ -642,7 +649,7 @@ def streamk_gemm_kernel(
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
     SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, LAUNCHES=None,
     REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False, B1=None, BLK_N1: tl.constexpr = 0,
-    SPLIT_K: tl.constexpr = 0,
+    SPLIT_K: tl.constexpr = 0, STRIDE_ALIGN: tl.constexpr = 1,
 ):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,).
 
@@ -662,5 +669,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K,
+        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K, STRIDE_ALIGN,
     )

@@ -24,6 +24,15 @@ def aligned_rows(t: torch.Tensor) -> bool:
     return t.stride(1) == 1 and t.stride(0) % 16 == 0 and t.data_ptr() % 16 == 0
 
 
+def vector_stride_multiple(*ts: torch.Tensor) -> int:
+    """What the pointer path may tell the compiler the row strides of `ts` are multiples of (the kernel's
+    STRIDE_ALIGN): the elements of 16 bytes where every row stride is such a multiple but one is not a multiple of
+    16 elements (which Triton finds itself), else 1."""
+    vec = max(1, 16 // ts[0].element_size())
+    strides = [t.stride(0) for t in ts]
+    return vec if all(s % vec == 0 for s in strides) and any(s % 16 for s in strides) else 1
+
+
 def padded_zeros(rows: int, cols: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
     """A rows x cols view of zeros whose row stride is padded_cols(cols)."""
     return torch.zeros((rows, padded_cols(cols)), dtype=dtype, device=device)[:, :cols]

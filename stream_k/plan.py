@@ -269,16 +269,22 @@ class StreamKPlan:
             out.append(max((n for n in (len(self.piece_programs(t)) for t in tiles) if n > 1), default=0))
         return out
 
-    def cost_iters(self, fixup_iters: float = FIXUP_ITERS, partial_iters: float = FIXUP_PARTIAL_ITERS) -> float:
-        """The GEMM's time in MAC iterations of one tile: the critical path, the fix-up of each round with split
-        tiles, the Stream-K surcharge (module docstring). A piece's cost scales with the tile's area."""
+    def fixup_iters(self, fixup_iters: float = FIXUP_ITERS, partial_iters: float = FIXUP_PARTIAL_ITERS) -> float:
+        """The fix-up's part of cost_iters: a fixed cost per round with split tiles and a cost per piece that the
+        round's most split tile's last arriver reads, scaled with the tile's area (it follows the K loops: nothing
+        else streams while it runs)."""
         area = self.BLK_M * self.BLK_N / (128 * 256)
         split = [n for n in self.fixup_pieces() if n]
-        fixup = sum(partial_iters * area * n for n in split) + (fixup_iters + FIXUP_ROUND_ITERS * (len(split) - 1)
-                                                                  if split else 0.0)
+        return sum(partial_iters * area * n for n in split) + (fixup_iters + FIXUP_ROUND_ITERS * (len(split) - 1)
+                                                               if split else 0.0)
+
+    def cost_iters(self, fixup_iters: float = FIXUP_ITERS, partial_iters: float = FIXUP_PARTIAL_ITERS) -> float:
+        """The GEMM's time in MAC iterations of one tile: the critical path, the fix-up of each round with split
+        tiles (fixup_iters), the Stream-K surcharge (module docstring)."""
         crit = self.max_iters_per_program()
         sk_share = crit - cdiv(self.dp_tiles, self.num_programs) * self.iters_per_tile
-        return crit + fixup + SK_SURCHARGE * max(0, sk_share - self.iters_per_tile)
+        return (crit + self.fixup_iters(fixup_iters, partial_iters)
+                + SK_SURCHARGE * max(0, sk_share - self.iters_per_tile))
 
     def final_tiles(self) -> int:
         """How many tiles complete together at the GEMM's end: the last DP wave's, or the last SK round's."""

@@ -35,6 +35,11 @@ GEMM_TFLOPS = {
 # programs, about (programs / SMs) ** 0.35.
 SM_SCALING = 0.35
 LAUNCH_US = 4.0  # a launch's fixed cost on the device
+# A memory-bound GEMM streams at the device's bandwidth once this share of the SMs is busy (fewer stream slower, in
+# proportion): on one H100 64x5120x8192 ran fastest data-parallel on 80 of 132 SMs (64 x 64 tiles, 0.61 of the
+# SMs: 33.4 us, 76% of the roofline, against 36-39 us for split-K and the hybrid on all 132; results/logs/h100x1/
+# explore-2329a3d).
+STREAM_SMS_SHARE = 0.6
 # shape_tile: the least share of a wave that 128 x 256 tiles must fill to be chosen over 128 x 128 (M > 256).
 # Measured on one H200 (logs/h200x1/gemm-candidates/5-00212ae.csv, both tiles on every M > 256 shape of the tp
 # suite): wide won at 96 and more tiles on 132 SMs (1000x3000, 512x8192, 1024x5120...), narrow at 80 and fewer
@@ -210,20 +215,21 @@ SPLITK_BELOW = 0.75
 def gemm_time_us(plan: StreamKPlan, config: KernelConfig, dtype: str, arch: str, sms: int,
                  efficiency: float = 1.0) -> float:
     """The model's time of the GEMM alone, plus a launch: the plan's cost in MAC iterations (critical path + fix-up)
-    at the device's rate per SM, or the bytes it must move at the bandwidth a GEMM reaches, whichever is longer.
-    The bytes are streamed by the programs in proportion to their iterations, so the busiest program's share sets
-    the memory time too (a data-parallel wave that leaves SMs idle streams slower). Split-K: one piece's K loop (or
-    the bytes), then its fix-up by bytes (FIXUP_BYTES_PER_US, SPLITK_BASE_US)."""
+    at the device's rate per SM, or the bytes it must move at the bandwidth a GEMM reaches, whichever is longer,
+    then the fix-up, which follows the K loops. The bytes are streamed by the busy programs (the work over the
+    busiest program's share): fewer than STREAM_SMS_SHARE of the SMs stream slower, in proportion. Split-K: one
+    piece's K loop (or the bytes), then its fix-up by bytes (FIXUP_BYTES_PER_US, SPLITK_BASE_US)."""
     per_sm = GEMM_TFLOPS[arch_family(arch)].get(dtype, 250.0) * 1e12 / max(1, sms)
     iteration_us = 2.0 * config.BLK_M * config.BLK_N * config.BLK_K / (per_sm * efficiency) * 1e6
     iteration_us *= (plan.num_programs / max(1, sms)) ** SM_SCALING
-    total_iters = plan.num_tiles * plan.iters_per_tile
-    imbalance = plan.max_iters_per_program() * min(plan.num_programs, sms) / max(1, total_iters)
-    memory_us = gemm_bytes(plan.M, plan.N, plan.K, dtype) / (GEMM_TB_S[arch_family(arch)] * 1e6) * max(1.0, imbalance)
+    busy_sms = plan.num_tiles * plan.iters_per_tile / max(1, plan.max_iters_per_program())
+    stream_us = gemm_bytes(plan.M, plan.N, plan.K, dtype) / (GEMM_TB_S[arch_family(arch)] * 1e6)
+    memory_us = stream_us * max(1.0, STREAM_SMS_SHARE * sms / busy_sms)
     if plan.split_k:
         fixup_us = plan.split_k * plan.BLK_M * plan.BLK_N * 4 / FIXUP_BYTES_PER_US + SPLITK_BASE_US
         return max(plan.max_iters_per_program() * iteration_us, memory_us) + fixup_us + LAUNCH_US
-    return max(plan.cost_iters() * iteration_us, memory_us) + LAUNCH_US
+    fixup_us = plan.fixup_iters() * iteration_us  # after the K loops: not hidden under the memory time
+    return max(plan.cost_iters() * iteration_us - fixup_us, memory_us) + fixup_us + LAUNCH_US
 
 
 def gemm_candidates(M: int, N: int, K: int, dtype: str, num_programs: int, arch: str, *, sms: int | None = None,

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from conftest import REPO_ROOT
 
-from harness.gemm_sweep import GemmCandidate, parse_candidate
+from harness.gemm_sweep import GemmCandidate, parse_candidate, summary
 from stream_k.plan import plan_streamk
 
 
@@ -78,3 +78,13 @@ def test_candidates_of_two_column_blocks_and_split_k() -> None:
     for bad in ("128x336x64/s3/w8/dp", "128x40x64/s3/w8/dp", "64x64x128/s6/w4/splitkx"):
         with pytest.raises(ValueError):
             parse_candidate(bad)
+
+
+def test_summary_tells_wrong_from_not_run() -> None:
+    """A candidate that does not apply to a shape (an error before it runs) is listed as not run, not as wrong."""
+    rows = [{"shape": "64x64x64", "candidate": "c", "passed": True, "vs_cublas_loop": 1.1, "loop_ms": 0.01},
+            {"shape": "64x64x128", "candidate": "c", "passed": False, "vs_cublas_loop": 0.9, "loop_ms": 0.01},
+            {"shape": "64x64x256", "candidate": "c", "passed": False, "error": "ValueError: splitk needs ..."}]
+    s = summary(rows)["c"]
+    assert s["failed"] == ["64x64x128"] and s["not_run"] == ["64x64x256"]
+    assert s["geomean"] == pytest.approx((1.1 * 0.9) ** 0.5)

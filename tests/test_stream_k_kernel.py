@@ -490,6 +490,25 @@ def test_rows_of_eight_elements_read_in_place_on_sm90():
     assert odd.staged_copies == 1
 
 
+@pytest.mark.parametrize("schedule", ["hybrid", "splitk"])
+def test_pointer_path_states_rows_of_sixteen_bytes(schedule):
+    """Without TMA, rows that are a multiple of 8 fp16 elements (16 bytes) but not of 16 are read in place and
+    the kernel is told so (STRIDE_ALIGN 8: its loads may be 16-byte vectors); rows of 16-element multiples and rows
+    of other lengths are not (1), and every case is right."""
+    name, M, N = "fp16", 40, 56
+    cfg = _config(name).replace(tma=False)
+    for K, n, align in ((24, N, 8), (32, 64, 1), (20, N, 1)):
+        split = {"programs": 64, "split_k": 2} if schedule == "splitk" else {"programs": 4}
+        gemm = StreamKGemm.create(M, n, K, name, split.pop("programs"), config=cfg, schedule=schedule, device=DEVICE,
+                                  **split)
+        a, b = _inputs(name, M, n, K, seed=K)
+        c = _poisoned(gemm)
+        assert gemm.launch_args(a, b, c)["STRIDE_ALIGN"] == align
+        gemm(a, b, c)
+        _check(name, a, b, c)
+        assert gemm.staged_copies == 0
+
+
 def test_matmul_and_argument_checks():
     a, b = _inputs("fp16", 40, 24, 33, seed=10)
     _check("fp16", a, b, matmul(a, b, 3, BLK_M=16, BLK_N=16, BLK_K=16, num_stages=2, num_warps=4))

@@ -9,7 +9,17 @@ import pytest
 import torch
 
 from stream_k.gemm import StreamKGemm
-from stream_k.select import choose_gemm, gemm_candidates, gemm_time_us, shape_tile
+from stream_k.plan import StreamKPlan, plan_streamk
+from stream_k.roofline import gemm_bytes
+from stream_k.select import (
+    GEMM_TB_S,
+    LAUNCH_US,
+    STREAM_SMS_SHARE,
+    choose_gemm,
+    gemm_candidates,
+    gemm_time_us,
+    shape_tile,
+)
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 HAS_SM90 = torch.cuda.is_available() and not INTERPRET and torch.cuda.get_device_capability()[0] >= 9
@@ -41,15 +51,30 @@ def test_other_targets_keep_their_defaults():
     assert shape_tile(64, 5120, "fp32", "sm90", 132) == shape_tile(4096, 5120, "fp32", "sm90", 132)
 
 
-def test_schedule_follows_the_busiest_program():
-    """A data-parallel wave that leaves SMs idle streams slower: 80 tiles of 64 x 64 on 132 SMs take Stream-K on
-    the leftover tiles; 128 tiles (nearly a full wave) stay data-parallel."""
-    assert choose_gemm(64, 5120, 8192, "bf16", 132, "sm90").plan.schedule == "hybrid"
+def test_memory_bound_stream_and_fixup():
+    """A memory-bound GEMM streams at full bandwidth once STREAM_SMS_SHARE of the SMs are busy (80 tiles of 64 x 64
+    on 132 SMs stay data-parallel), slower in proportion below it; a Stream-K fix-up follows the K loops, so it adds
+    to the memory time instead of hiding under it."""
+    assert choose_gemm(64, 5120, 8192, "bf16", 132, "sm90").plan.schedule == "dp"
     assert choose_gemm(64, 8192, 4096, "bf16", 132, "sm90").plan.schedule == "dp"
     ranked = gemm_candidates(64, 5120, 8192, "bf16", 132, "sm90")
     assert [c.time_us for c in ranked] == sorted(c.time_us for c in ranked)
-    dp = next(c for c in ranked if c.plan.schedule == "dp")
-    assert gemm_time_us(dp.plan, dp.config, "bf16", "sm90", 132) == dp.time_us > ranked[0].time_us
+    cfg = ranked[0].config
+    stream_us = gemm_bytes(64, 5120, 8192, "bf16") / (GEMM_TB_S["sm90"] * 1e6)
+
+    def time_of(N: int, schedule: str) -> tuple[float, StreamKPlan]:
+        plan = plan_streamk(64, N, 8192, cfg.BLK_M, cfg.BLK_N, cfg.BLK_K, 132, schedule=schedule)
+        return gemm_time_us(plan, cfg, "bf16", "sm90", 132), plan
+
+    full, plan = time_of(5120, "dp")  # 80 busy SMs: the bandwidth's whole
+    assert plan.num_tiles == 80 and full == pytest.approx(stream_us + LAUNCH_US)
+    quarter, plan = time_of(1280, "dp")  # 20 busy SMs: a share 20 / (0.6 * 132) of it
+    bytes_1280 = gemm_bytes(64, 1280, 8192, "bf16") / (GEMM_TB_S["sm90"] * 1e6)
+    assert plan.num_tiles == 20
+    assert quarter == pytest.approx(bytes_1280 * STREAM_SMS_SHARE * 132 / 20 + LAUNCH_US)
+    hybrid, plan = time_of(5120, "hybrid")
+    assert plan.sk_tiles > 0 and plan.fixup_iters() > 0
+    assert hybrid > full  # the stream is as fast at best, and the fix-up comes after it
 
 
 def test_fixed_choices_win():
