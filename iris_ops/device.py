@@ -20,6 +20,8 @@ this process). Added here, beyond Iris:
     read_timer(clock_ptr, KIND)                                         per-tile timestamps
     record_error_all(error_ptr, kind, tile, cur_rank, heap_bases, world_size)   the error on every rank
     wait_or_error(..., max_spins, error_ptr, scope), wait_local_or_error(...)   waits that stop on it
+    opaque(x)                                                            x, hidden from common-subexpression
+                                                                         elimination (recomputed where used)
 
 `wait` spins on acquire loads (no read-modify-write in the loop) until the flag is >= value and
 gives up after `max_spins` polls, returning False: a caller records the timeout in an error word
@@ -263,6 +265,18 @@ def wait_bulk_stores():
     if _ARCH == 1:
         tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; fence.proxy.async.global; mov.u32 $0, 0;", "=r",
                                   [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def opaque(x):
+    """int32 x, as a value the compiler cannot prove equal to x: what the caller derives from the result
+    (addresses, indices) is computed there, not shared with the equal values derived from x earlier in the
+    kernel, which the compiler would otherwise keep in registers over all the code in between. NVIDIA: a register
+    move in PTX; elsewhere and in the interpreter x itself."""
+    if _ARCH == 1:
+        return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+    else:
+        return x
 
 
 @triton.jit

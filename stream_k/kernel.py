@@ -47,10 +47,11 @@ so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from t
 `streamk_gemm_kernel` is the stand-alone kernel (pid = program_id(0), num_programs = num_programs(0)).
 The accumulator is fp32, or int32 when C is an integer type (int8 inputs, int32 C).
 
-EPILOGUE contract: `EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+EPILOGUE contract: `EPILOGUE(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
 heap_bases, cur_rank, world_size)` is called exactly once per tile per launch, by the program that
-completes it, with `acc` the tile's final [BLK_M, BLK_N] accumulator (after fix-up) and rm / rn the
-tile's global row / column indices (unclipped: they may run past M / N at the edges). It stores the
+completes it, with `acc` the tile's final [BLK_M, BLK_N] accumulator (after fix-up), rm / rn the
+tile's global row / column indices (unclipped: they may run past M / N at the edges) and row0 = rm's
+first (least) row as a scalar, so that an epilogue needs no reduction over rm to find it. It stores the
 tile and signals it; `store_and_signal` (the default) does a masked store of acc in C's element type,
 then, when TILE_FLAGS is not None, a barrier and a release `TILE_FLAGS[tile_id] = epoch`.
 
@@ -100,7 +101,7 @@ _INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") 
 
 
 @triton.jit
-def store_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+def store_and_signal(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                      heap_bases, cur_rank, world_size):
     """Default EPILOGUE: masked store of the tile in C's type, then release TILE_FLAGS[tile_id] = epoch."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
@@ -118,7 +119,7 @@ def column_halves(x):
 
 
 @triton.jit
-def store_tma_and_signal(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+def store_tma_and_signal(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                          heap_bases, cur_rank, world_size):
     """EPILOGUE for C given as a tensor descriptor whose block is one, a half or a quarter of the tile's columns
     (stream_k.gemm.c_store_columns: a 16 KiB piece or a quarter tile): the tile goes through shared memory to the
@@ -436,8 +437,8 @@ def _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK
                     else:
                         hi += part
         acc = tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
-        EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
-                 world_size)
+        EPILOGUE(acc, rm, rn, pid_m * BLK_M, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases,
+                 cur_rank, world_size)
         if GEMM_TRACE is not None:
             _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
 
@@ -464,10 +465,10 @@ def _two_block_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin
         a = A.load([pid_m * BLK_M, kb * BLK_K])
         acc0 = _dot(a, B.load([kb * BLK_K, off_n]), acc0, INPUT_PRECISION)
         acc1 = _dot(a, B1.load([kb * BLK_K, off_n + BLK_N0]), acc1, INPUT_PRECISION)
-    EPILOGUE(acc0, rm, off_n + tl.arange(0, BLK_N0), M, N, C, stride_cm, stride_cn, tile_id, None, epoch,
-             heap_bases, cur_rank, world_size)
-    EPILOGUE(acc1, rm, off_n + BLK_N0 + tl.arange(0, BLK_N1), M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS,
+    EPILOGUE(acc0, rm, off_n + tl.arange(0, BLK_N0), pid_m * BLK_M, M, N, C, stride_cm, stride_cn, tile_id, None,
              epoch, heap_bases, cur_rank, world_size)
+    EPILOGUE(acc1, rm, off_n + BLK_N0 + tl.arange(0, BLK_N1), pid_m * BLK_M, M, N, C, stride_cm, stride_cn, tile_id,
+             TILE_FLAGS, epoch, heap_bases, cur_rank, world_size)
     if GEMM_TRACE is not None:
         _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
 
@@ -578,13 +579,13 @@ def streamk_program(
                                  INPUT_PRECISION, USE_TMA, STRIDE_ALIGN)
 
             _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
-                         sk_rem, rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE,
-                         CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE, TIMER,
-                         USE_TMA, SK_ROUNDS, REDUCE_LOADS, FIXUP_BY_HALF)
+                         sk_rem, rm, rn, pid_m * BLK_M, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS,
+                         GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE,
+                         TIMER, USE_TMA, SK_ROUNDS, REDUCE_LOADS, FIXUP_BY_HALF)
 
 
 @triton.jit
-def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
+def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, row0, M, N, C, P, LOCKS,
             stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
             BLK_M: tl.constexpr, BLK_N: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
             SK_ROUNDS: tl.constexpr, REDUCE_LOADS: tl.constexpr, FIXUP_BY_HALF: tl.constexpr):
@@ -599,7 +600,7 @@ def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem,
         tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
         acc = _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE, BLK_M, BLK_N,
                           SPLIT, REDUCE_LOADS, FIXUP_BY_HALF)
-        EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
+        EPILOGUE(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
                  world_size)
         if GEMM_TRACE is not None:
             _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
@@ -607,7 +608,7 @@ def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem,
 
 @triton.jit
 def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem,
-                 rm, rn, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
+                 rm, rn, row0, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
                  epoch, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
                  EPILOGUE: tl.constexpr, TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr,
                  REDUCE_LOADS: tl.constexpr, FIXUP_BY_HALF: tl.constexpr):
@@ -617,11 +618,11 @@ def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile
         slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
         _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
         tl.debug_barrier()
-        _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, M, N, C, P, LOCKS,
+        _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, row0, M, N, C, P, LOCKS,
                 stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
                 BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS, FIXUP_BY_HALF)
     else:
-        EPILOGUE(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+        EPILOGUE(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                  heap_bases, cur_rank, world_size)
         if GEMM_TRACE is not None:
             _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)

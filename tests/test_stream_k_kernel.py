@@ -319,24 +319,36 @@ def test_strided_inputs():
 
 
 @triton.jit
-def _plus_one_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+def _plus_one_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                        heap_bases, cur_rank, world_size):
-    """Stores acc + 1 and counts its calls per tile in TILE_FLAGS (a test of the hook, not a real epilogue)."""
+    """Stores acc + 1 where row0 is rm's first row (acc + 1000 where it is not) and counts the calls that carry the
+    tile's flag in TILE_FLAGS, by the same 1 or 1000 (a test of the hook, not a real epilogue)."""
+    step = tl.where(row0 == tl.min(rm, axis=0), 1, 1000)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
-    tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, (acc + 1).to(C.dtype.element_ty), mask=mask)
-    tl.atomic_add(TILE_FLAGS + tile_id, 1)
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, (acc + step).to(C.dtype.element_ty), mask=mask)
+    if TILE_FLAGS is not None:
+        tl.atomic_add(TILE_FLAGS + tile_id, step)
 
 
-def test_custom_epilogue_runs_once_per_tile():
-    name, M, N, K = "fp32", 37, 45, 50
-    gemm = StreamKGemm.create(M, N, K, name, 7, config=_config(name), schedule="sk", device=DEVICE)
+@pytest.mark.parametrize(("name", "M", "N", "K", "schedule", "programs", "config"), [
+    ("fp32", 37, 45, 50, "sk", 7, _config("fp32")),
+    ("fp32", 37, 45, 50, "dp", 7, _config("fp32")),
+    ("fp32", 37, 45, 50, "splitk", 27, _config("fp32")),
+    ("fp16", 37, 100, 50, "dp", 3, KernelConfig(16, 48, 16, num_stages=2, num_warps=4, tma=True)),
+])
+def test_custom_epilogue_runs_once_per_tile(name, M, N, K, schedule, programs, config):
+    """The EPILOGUE hook, with row0 rm's first row: once per tile from whole tiles, the fix-up and split-K; once per
+    column block from a tile of two blocks, the tile's flag with one of them."""
+    gemm = StreamKGemm.create(M, N, K, name, programs, config=config, schedule=schedule, device=DEVICE)
+    assert (width_parts(gemm.plan.BLK_N)[1] > 0) == config.tma
+    assert schedule != "sk" or _has_split_tile(gemm)  # the fix-up runs the EPILOGUE for some tile
     a, b = _inputs(name, M, N, K, seed=7)
     c = _poisoned(gemm)
     calls = torch.zeros(gemm.plan.num_tiles, dtype=torch.int32, device=DEVICE)
     gemm(a, b, c, tile_flags=calls, epilogue=_plus_one_epilogue)
     gemm.check_errors()
     assert (calls == 1).all()
-    _check(name, a, b, c - 1)
+    _check(name, a, b, c.double() - 1)
 
 
 @triton.jit

@@ -59,7 +59,7 @@ def gather_program(pid, num_programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_r
 
 
 @triton.jit
-def gathered_store_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+def gathered_store_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                             heap_bases, cur_rank, world_size):
     """Store the tile of the rotated product into its rows of C (no flag: nothing moves C afterwards)."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)

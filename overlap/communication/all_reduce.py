@@ -26,7 +26,7 @@ def all_reduce_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
 
 
 @triton.jit
-def all_reduce_push_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+def all_reduce_push_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                              heap_bases, cur_rank, world_size):
     """fused_sequential: the GEMM program adds its tile straight into every rank's C."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)

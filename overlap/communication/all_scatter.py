@@ -25,7 +25,7 @@ def all_scatter_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
 
 
 @triton.jit
-def all_scatter_push_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+def all_scatter_push_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                               heap_bases, cur_rank, world_size):
     """fused_sequential: the GEMM program stores its tile here and straight into every peer's C."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.device import translate
+from iris_ops.device import opaque, translate
 from overlap.communication.comm_loop import subtile_offsets
 
 PEER_LOADS: tl.constexpr = tl.constexpr(2)  # ranks whose sub-tile loads one_shot_tile keeps in flight together
@@ -30,6 +30,10 @@ def sub_tile_rows(blk_m: int, world_size: int) -> int:
 @triton.jit
 def one_shot_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
                   BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
+    # This rank's heap base address and its peers, computed here from the rank: where GEMM programs join the
+    # communication, the compiler would otherwise share them with the publish epilogue's equal values and keep
+    # those in registers across the GEMM, where sm_90's 128x256 tile leaves none to spare.
+    cur_rank = opaque(cur_rank)
     for sm in tl.static_range(BLK_M // CTM):
         for sn in tl.static_range(BLK_N // CTN):
             rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
@@ -55,7 +59,7 @@ def one_shot_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
 
 
 @triton.jit
-def one_shot_publish_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+def one_shot_publish_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                               heap_bases, cur_rank, world_size):
     """Store the partial tile locally, then mark it ready on every rank (TILE_FLAGS[cur_rank, tile_id] =
     epoch): a release at system scope for each peer, at GPU scope for this rank's own word (its readers

@@ -16,11 +16,10 @@ from stream_k.kernel import column_halves
 
 
 @triton.jit
-def _add_rows_to_owners(vals, rm, rn, mask, M, DST, stride_dm, stride_dn, heap_bases, cur_rank, world_size):
-    """Add the block (rows rm, columns rn) into each owner's C: the owners of the block's first to last row."""
+def _add_rows_to_owners(vals, rm, lo, hi, rn, mask, M, DST, stride_dm, stride_dn, heap_bases, cur_rank, world_size):
+    """Add the block (rows rm, columns rn) into each owner's C: the owners of rows lo..hi, the block's first and last
+    row below M (none if hi < lo)."""
     a_rows = M // world_size
-    lo = tl.min(rm, axis=0)
-    hi = tl.max(tl.where(rm < M, rm, -1), axis=0)
     if hi >= lo:
         for p in range(lo // a_rows, hi // a_rows + 1):
             local = rm - p * a_rows
@@ -37,16 +36,22 @@ def reduce_scatter_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
         for sn in tl.static_range(BLK_N // CTN):
             rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
             vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
-            _add_rows_to_owners(vals, rm, rn, mask, MOVE.M, MOVE.DST, MOVE.stride_dm, MOVE.stride_dn, heap_bases,
-                                cur_rank, world_size)
+            lo = tl.min(rm, axis=0)
+            hi = tl.max(tl.where(rm < MOVE.M, rm, -1), axis=0)
+            _add_rows_to_owners(vals, rm, lo, hi, rn, mask, MOVE.M, MOVE.DST, MOVE.stride_dm, MOVE.stride_dn,
+                                heap_bases, cur_rank, world_size)
 
 
 @triton.jit
-def reduce_scatter_push_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
+def reduce_scatter_push_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                                  heap_bases, cur_rank, world_size):
     """fused_sequential: the GEMM program adds its tile straight into the owners' C (C: this rank's M/W x N), one
     column quarter after another (a whole tile's remote addresses beside the accumulator would spill)."""
     QUARTER: tl.constexpr = acc.shape[1] // 4
+    # The tile's rows below M from the scalar row0, not from reductions over rm: a reduction's shared-memory
+    # addresses are computed once per program and held in registers across the GEMM, where sm_90's 128x256 tile
+    # leaves none to spare.
+    hi = tl.minimum(row0 + acc.shape[0] - 1, M - 1)
     v0, v1 = column_halves(acc.to(C.dtype.element_ty))
     c0, c1 = column_halves(tl.broadcast_to(rn[None, :], (1, acc.shape[1])))
     vals = column_halves(v0) + column_halves(v1)
@@ -54,4 +59,5 @@ def reduce_scatter_push_epilogue(acc, rm, rn, M, N, C, stride_cm, stride_cn, til
     for q in tl.static_range(4):
         rnq = tl.reshape(cols[q], (QUARTER,))
         mask = (rm[:, None] < M) & (rnq[None, :] < N)
-        _add_rows_to_owners(vals[q], rm, rnq, mask, M, C, stride_cm, stride_cn, heap_bases, cur_rank, world_size)
+        _add_rows_to_owners(vals[q], rm, row0, hi, rnq, mask, M, C, stride_cm, stride_cn, heap_bases, cur_rank,
+                            world_size)
