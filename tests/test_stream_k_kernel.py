@@ -361,7 +361,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                        INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
                        SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC, REDUCE_LOADS: tl.constexpr,
                        FIXUP_BY_HALF: tl.constexpr, B1, BLK_N1: tl.constexpr, SPLIT_K: tl.constexpr,
-                       REVERSED: tl.constexpr):
+                       STRIDE_ALIGN: tl.constexpr, REVERSED: tl.constexpr):
     """Programs < gemm_programs run the GEMM (in reverse order of pids with REVERSED); the next one waits on every
     tile flag."""
     pid = tl.program_id(0)
@@ -374,7 +374,7 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
                         sk_tiles, epoch, max_spins,
                         heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
                         TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS,
-                        FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K)
+                        FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K, STRIDE_ALIGN)
     else:
         num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
         for t in range(num_tiles):
@@ -384,6 +384,8 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
 
 def _launch_fused(gemm: StreamKGemm, a, b, c, flags, seen, reversed_order: bool = False, trace=None) -> None:
     args = gemm.launch_args(a, b, c, tile_flags=flags, gemm_trace=trace)
+    # the interpreter ignores a keyword the kernel lacks; a GPU launch refuses it
+    assert set(args) <= set(_fused_like_kernel.arg_names), set(args) - set(_fused_like_kernel.arg_names)
     programs = gemm.plan.num_programs
     waiter_spins = min(2**31 - 1, gemm.max_spins * 1000 + 1000)
     _fused_like_kernel[(programs + 1,)](**args, SEEN=seen, gemm_programs=programs, waiter_spins=waiter_spins,
