@@ -100,7 +100,7 @@ def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> Kern
     Measured rule (NVIDIA sm_90, bf16 / fp16; harness.gemm_sweep on the tp suite, one H200, results/README.md): a
     small M makes the GEMM a stream of B, read once, by tiles as tall as M and narrow enough to give every SM
     work: M <= 64 -> 64 x 64 x 128 (6 stages, 4 warps), M <= 128 -> 64 x 128 x 128 (4 stages), M <= 256 ->
-    128 x 128 x 64 (4 stages, 8 warps); a larger M -> 128 x 256 x 64 (3 stages, 8 warps), or 128 x 128 when the
+    128 x 128 x 64 (5 stages, 8 warps); a larger M -> 128 x 256 x 64 (3 stages, 8 warps), or 128 x 128 when the
     128 x 256 tiles would fill less than WIDE_TILE_FILL of one wave of programs (the wide tile's faster MAC loop
     pays for the SMs it leaves idle down to about that fill: 96 tiles on 132 SMs ran faster wide, 80 narrow).
     Then, while the output has fewer than SPLIT_TILE_FILL * num_programs tiles, the next smaller tile of
