@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks import ConfigError, OneLineParser
+from harness.gemm_sweep import GemmCandidate, parse_candidate
 from stream_k.configs import default_config
 from stream_k.plan import plan_streamk
 from stream_k.select import gemm_time_us, tile_efficiency, tiles_measured
@@ -52,23 +53,18 @@ def candidate_rows(paths: list[str]) -> list[dict[str, Any]]:
 
 
 def model_us(row: dict[str, Any], dtype: str, arch: str, programs: int) -> float:
-    """The model's time of the row's tile and schedule (`chosen`: BMxBNxBK/sS/wW[/tma]; `schedule`: dp, hybrid1,
-    hybrid2, sk, splitkS) for the row's shape."""
+    """The model's time of the row's tile and schedule (`chosen`: BMxBNxBK/sS/wW[/tma]; `schedule` as the sweep
+    writes it: dp, hybrid1, hybrid2, sk, splitkS) for the row's shape, planned as the sweep plans its candidates."""
     M, N, K = (int(x) for x in str(row["shape"]).split("x"))
     parts = str(row["chosen"]).split("/")
-    bm, bn, bk = (int(x) for x in parts[0].split("x"))
-    cfg = default_config(dtype, arch).replace(BLK_M=bm, BLK_N=bn, BLK_K=bk, num_stages=int(parts[1][1:]),
-                                             num_warps=int(parts[2][1:]), tma="tma" in parts)
-    schedule = str(row["schedule"])
-    common = {"gsize_m": cfg.gsize_m}
-    if schedule.startswith("splitk"):
-        plan = plan_streamk(M, N, K, bm, bn, bk, programs, schedule="splitk", split_k=int(schedule[6:]), **common)
-    elif schedule.startswith("hybrid"):
-        plan = plan_streamk(M, N, K, bm, bn, bk, programs, schedule="hybrid", two_tiles=schedule == "hybrid2",
-                            **common)
-    else:
-        plan = plan_streamk(M, N, K, bm, bn, bk, programs, schedule=schedule, **common)
-    eff = tile_efficiency(bm, bn) if tiles_measured(arch, dtype) else 1.0  # as select.kernel_candidates rates it
+    schedule = {"hybrid2": "hybrid"}.get(str(row["schedule"]), str(row["schedule"]))
+    cand = parse_candidate("/".join([*parts[:3], schedule]))
+    assert isinstance(cand, GemmCandidate)
+    cfg = default_config(dtype, arch).replace(BLK_M=cand.blk_m, BLK_N=cand.blk_n, BLK_K=cand.blk_k,
+                                             num_stages=cand.stages, num_warps=cand.warps, tma="tma" in parts)
+    plan = plan_streamk(M, N, K, cand.blk_m, cand.blk_n, cand.blk_k, programs, gsize_m=cfg.gsize_m,
+                        **cand.plan_args())
+    eff = tile_efficiency(cand.blk_m, cand.blk_n) if tiles_measured(arch, dtype) else 1.0  # as select rates it
     return gemm_time_us(plan, cfg, dtype, arch, programs, eff)
 
 
