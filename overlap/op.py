@@ -16,8 +16,10 @@ no host barrier; work queued on the stream between two steps may read or write C
 CUDA graph (`torch.cuda.graph`) after one eager call, and replayed.
 
 A and B may be the op's own buffers (`op.a`, `op.b`: write your data into them, no copy is made) or any tensors of
-the right shape, dtype and device; the launches for a pair of input buffers are bound once and reused while the
-same buffers come back, so a step costs the host one bound launch (or one graph replay). A tensor the GEMM cannot
+the right shape, dtype and device; the launches for a pair of input buffers are bound once and reused while
+buffers at the same addresses and row strides come back (the caller's tensors themselves are not kept: a dropped
+activation's memory goes back to the allocator and the next one there reuses the step), so a step costs the host
+one bound launch (or one graph replay). A tensor the GEMM cannot
 read in place (stream_k.layout.aligned_rows: row-major, aligned rows and start) is copied into a padded staging
 buffer of the op first (one device copy, queued on the current stream; op.a / op.b are not touched).
 
@@ -32,6 +34,7 @@ lists (kernel, grid, argument values, options) without running anything; calling
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -48,6 +51,7 @@ from spec import AUTO, Target
 from stream_k import StreamKGemm
 from stream_k.dtypes import DATATYPES as TORCH_DTYPES
 from stream_k.dtypes import output_dtype
+from stream_k.gemm import BOUND_LAUNCHES
 from stream_k.launch import BoundLaunch
 from stream_k.layout import aligned_rows, padded_zeros, tma_rows
 from stream_k.select import GemmChoice
@@ -85,11 +89,13 @@ class OverlapOp:
         self.gemm: StreamKGemm = self.parts.gemm(self.gemm_programs)
         two_streams = self.on_gpu and self.runnable and self.world > 1 and self.mode.second_stream
         self.runner = StepRunner(self.device, two_streams)
-        self._steps: dict[tuple, Step] = {}
-        self._last: tuple[Any, Any, str, Step] | None = None
+        # the last BOUND_LAUNCHES steps by the buffers they read (address and row stride), and what a call on inputs
+        # of a given address, strides, shape, dtype and device runs: no tensor of the caller's is kept (a dropped
+        # activation's memory goes back to the allocator, and the next activation there finds its step)
+        self._steps: OrderedDict[tuple, Step] = OrderedDict()
+        self._calls: OrderedDict[tuple, tuple[Step, torch.Tensor | None, torch.Tensor | None]] = OrderedDict()
         self._preloaded: set[str] = set()
         self._staging: dict[str, torch.Tensor] = {}  # copies of user inputs the GEMM cannot read in place
-        self._read_in_place: dict[str, Any] = {}  # per input: the last tensor found readable in place (by identity)
         self.broken: str | None = None
         # Every rank's control block is zeroed before any peer's first step may write into it.
         if self.on_gpu:
@@ -132,23 +138,49 @@ class OverlapOp:
     # ---- calling ------------------------------------------------------------------------------------------
     def __call__(self, a: torch.Tensor | None = None, b: torch.Tensor | None = None) -> torch.Tensor:
         """Queue one step on the current stream; returns C (the op's buffer). Collective: every rank calls it."""
-        self.run(self.step_for("step", self._in_place(a, "a"), self._in_place(b, "b")))
+        a = self.buffers.a if a is None else a
+        b = self.buffers.b if b is None else b
+        try:  # everything the checks and the step depend on (a non-tensor goes to the checks, which name it)
+            key: tuple | None = (a.data_ptr(), a.stride(), a.shape, a.dtype, a.get_device(),
+                                 b.data_ptr(), b.stride(), b.shape, b.dtype, b.get_device())
+        except AttributeError:
+            key = None
+        call = self._calls.get(key)
+        if call is None:
+            call = self._prepare_call(a, b)
+            self._calls[key] = call
+            if len(self._calls) > BOUND_LAUNCHES:
+                self._calls.popitem(last=False)
+        step, stage_a, stage_b = call
+        if stage_a is not None:
+            stage_a.copy_(a)
+        if stage_b is not None:
+            stage_b.copy_(b)
+        self.run(step)
+        if not step.released:  # bound now: its launches keep the inputs' addresses, not the caller's tensors
+            step.released = True
+            read = (a if stage_a is None else stage_a, b if stage_b is None else stage_b)
+            for launch in step.kernels():
+                launch.release(*read)
         return self.buffers.c
 
-    def _in_place(self, t: torch.Tensor | None, name: str) -> torch.Tensor | None:
-        """`t` itself when the GEMM can read it as it is; else its copy in a padded staging buffer of the op (made
-        at the first such call; op.a / op.b are left as they are)."""
-        if t is None or t is self._read_in_place.get(name):
-            return t
-        if isinstance(t, torch.Tensor) and t.dim() == 2 and self._in_place_rows(t):
-            self._read_in_place[name] = t
-            return t
+    def _prepare_call(self, a: Any, b: Any) -> tuple[Step, torch.Tensor | None, torch.Tensor | None]:
+        """A call's step on inputs a and b (checked) and the staging buffers it copies them into first (None: read
+        in place)."""
+        stage_a, stage_b = self._staging_for(a, "a"), self._staging_for(b, "b")
+        step = self.step_for("step", a if stage_a is None else stage_a, b if stage_b is None else stage_b)
+        return step, stage_a, stage_b
+
+    def _staging_for(self, t: Any, name: str) -> torch.Tensor | None:
+        """None when the GEMM reads `t` as it is; else the op's padded staging buffer that a call copies it into
+        (made at the first such call; op.a / op.b are left as they are)."""
         self._check_input(name, t)
+        if self._in_place_rows(t):
+            return None
         staged = self._staging.get(name)
         if staged is None:
             staged = padded_zeros(t.shape[0], t.shape[1], self.dtype, self.device)
             self._staging[name] = staged
-        staged.copy_(t)
         return staged
 
     def _in_place_rows(self, t: torch.Tensor) -> bool:
@@ -163,9 +195,6 @@ class OverlapOp:
         once per pair of input buffers. Collective the first time (a two_streams step is preloaded on every rank)."""
         a = self.buffers.a if a is None else a
         b = self.buffers.b if b is None else b
-        last = self._last
-        if last is not None and last[0] is a and last[1] is b and last[2] == kind:
-            return last[3]
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
         self._check_input("a", a)
@@ -176,8 +205,11 @@ class OverlapOp:
             step = self.mode.build(self.parts, kind, a, b)
             step.replay = step_graph_enabled() and kind == "step" and self.runner.comm_stream is not None
             self._steps[key] = step
+            if len(self._steps) > BOUND_LAUNCHES:
+                self._steps.popitem(last=False)
             self._preload(kind, step)
-        self._last = (a, b, kind, step)
+        else:
+            self._steps.move_to_end(key)
         return step
 
     def run(self, step: Step) -> None:

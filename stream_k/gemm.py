@@ -44,6 +44,16 @@ def c_store_columns(blk_m: int, blk_n: int, elem: int) -> int:
 BOUND_LAUNCHES = 16  # buffer sets whose bound launch a StreamKGemm keeps
 
 
+def plain_key(a: Any, b: Any, c: Any) -> tuple | None:
+    """What a plain call's bound launch depends on: each tensor's address, strides, shape and dtype (None for a
+    non-tensor, which the full path's checks name)."""
+    try:
+        return (a.data_ptr(), a.stride(), a.shape, a.dtype, b.data_ptr(), b.stride(), b.shape, b.dtype,
+                c.data_ptr(), c.stride(), c.shape, c.dtype)
+    except AttributeError:
+        return None
+
+
 def dtype_name(dtype: torch.dtype | str) -> str:
     """"bf16" / "fp16" / "fp32" / "int8" for a torch dtype or one of those names."""
     if isinstance(dtype, str):
@@ -127,10 +137,9 @@ class StreamKGemm:
         self.epoch = 0
         self._counted = 0  # the host's count when the device last counted a launch
         self._bound: OrderedDict[tuple, BoundLaunch] = OrderedDict()  # the call's buffers -> their bound launch
-        # plain calls (no epilogue, flags, trace or peers) on A, B read in place, by the identity of a, b, c: the
-        # bound launch without looking at the tensors again (the tensors are kept, so their ids stay theirs)
-        self._plain: OrderedDict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                                             BoundLaunch]] = OrderedDict()
+        # plain calls (no epilogue, flags, trace or peers) on A, B read in place: the bound launch by a, b and c's
+        # addresses, strides, shapes and dtypes (plain_key), without the checks and the staging decision
+        self._plain: OrderedDict[tuple, BoundLaunch] = OrderedDict()
         self.hip = is_hip() if arch is None else arch_code(arch) == 2
         amd = {"waves_per_eu": cfg.waves_per_eu, "matrix_instr_nonkdim": cfg.matrix_instr_nonkdim, "kpack": cfg.kpack}
         self._amd_options = {k: v for k, v in amd.items() if v is not None} if self.hip else {}
@@ -269,7 +278,7 @@ class StreamKGemm:
         """The launch a call on these buffers makes (kernel, programs, arguments, options), bound and not run."""
         if self.config.tma:
             a, b = self._staged(a, 0), self._staged(b, 1)
-        return self._launch_for(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size)
+        return self._launch_for(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size)[0]
 
     def launch_options(self) -> dict[str, Any]:
         """num_warps, num_stages, and the AMD options when running on HIP."""
@@ -289,16 +298,17 @@ class StreamKGemm:
         (stream_k.layout.tma_rows: for bf16 / fp16, a row stride that is a multiple of 8 elements); otherwise each
         is first copied into a staging buffer of this GEMM with padded rows (one device copy per call, counted in
         `staged_copies`), and C is stored by the copy engine when its rows are 16-byte aligned, else by the
-        program's threads. A plain call (no epilogue, flags, trace or peers) on tensors that an earlier call read in
-        place reuses that call's bound launch by the tensors' identity: swapping a tensor's storage in place
-        (`Tensor.set_`) between calls is not seen."""
+        program's threads. A plain call (no epilogue, flags, trace or peers) on tensors at the addresses, strides,
+        shapes and dtypes of an earlier call that read them in place reuses that call's bound launch, whether they
+        are the same tensors or new ones there (a dropped activation's successor); the launch keeps no reference
+        to the caller's tensors once bound (BoundLaunch.release)."""
         plain = (epoch is None and epilogue is None and tile_flags is None and gemm_trace is None and heap_bases is None
                  and world_size == 1 and cur_rank == 0)
         if plain and self._counted == self.epoch:
-            known = self._plain.get((id(a), id(b), id(c)))
-            if known is not None and known[0] is a and known[1] is b and known[2] is c:
+            known = self._plain.get(plain_key(a, b, c))
+            if known is not None:
                 self._counted = self.next_epoch()
-                known[3](stream if stream is not None and self.partials.is_cuda else None)
+                known(stream if stream is not None and self.partials.is_cuda else None)
                 return c
         given = (a, b)
         if self.config.tma:
@@ -310,9 +320,9 @@ class StreamKGemm:
             launch = BoundLaunch(streamk_gemm_kernel, self.plan.num_programs, {**args, "LAUNCHES": None},
                                  self.launch_options())
         else:
-            launch = self._launch_for(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size)
-            if plain and a is given[0] and b is given[1]:  # read in place: the next call with a, b, c goes straight
-                self._plain[(id(a), id(b), id(c))] = (a, b, c, launch)
+            launch, new = self._launch_for(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size)
+            if plain and a is given[0] and b is given[1]:  # read in place: the next such call goes straight to it
+                self._plain[plain_key(a, b, c)] = launch
                 if len(self._plain) > BOUND_LAUNCHES:
                     self._plain.popitem(last=False)
             if self._counted != self.epoch:
@@ -326,6 +336,8 @@ class StreamKGemm:
         launch(stream if stream is not None and self.partials.is_cuda else None)
         if self._compiled is None and launch.compiled is not None:
             self._compiled = launch.compiled
+        if epoch is None and new:  # bound now: the caller's buffers need not be kept alive for it
+            launch.release(*given, c)
         return c
 
     def _staged(self, t: torch.Tensor, which: int) -> torch.Tensor:
@@ -342,13 +354,15 @@ class StreamKGemm:
 
     def _launch_for(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
                     gemm_trace: torch.Tensor | None, epilogue: Any, heap_bases: torch.Tensor | None, cur_rank: int,
-                    world_size: int) -> BoundLaunch:
-        """The bound launch of these buffers with the device-counted epoch (the last BOUND_LAUNCHES buffer sets are
-        kept, so a caller rotating a few input sets stays on bound launches)."""
-        buffers = [(t.data_ptr(), tuple(t.shape), t.stride()) if isinstance(t, torch.Tensor) else t
+                    world_size: int) -> tuple[BoundLaunch, bool]:
+        """The bound launch of these buffers with the device-counted epoch, and whether it was made now (the last
+        BOUND_LAUNCHES buffer sets are kept, by address, shape, strides and dtype, so a caller rotating a few input
+        sets, or handing fresh tensors that get the freed addresses back, stays on bound launches)."""
+        buffers = [(t.data_ptr(), tuple(t.shape), t.stride(), t.dtype) if isinstance(t, torch.Tensor) else t
                    for t in (a, b, c, tile_flags, gemm_trace, heap_bases)]
         key = (*buffers, epilogue, cur_rank, world_size)
         launch = self._bound.get(key)
+        new = launch is None
         if launch is None:
             args = self._args(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size, 0)
             launch = BoundLaunch(streamk_gemm_kernel, self.plan.num_programs, {**args, "LAUNCHES": self.launches},
@@ -358,7 +372,7 @@ class StreamKGemm:
                 self._bound.popitem(last=False)
         else:
             self._bound.move_to_end(key)
-        return launch
+        return launch, new
 
     def _refuse_capture(self, stream: Any) -> None:
         """RuntimeError if this launch (with an explicit epoch) is being captured into a CUDA graph."""

@@ -14,7 +14,9 @@ with the launch's metadata, as Triton's own launch calls them. The fast path nee
 launcher layout (triton 3.x: `CompiledKernel.run` is a `CudaLauncher`); anywhere else (AMD, the
 interpreter, scratch memory per launch, STREAMK_PGAS_FAST_LAUNCH=0) every call goes through
 `kernel[grid](...)`, which is always right.
-The buffers behind the arguments must outlive the binding and must not move (the op owns them).
+The buffers behind the arguments must outlive the binding and must not move (the op owns them); a caller's own
+buffers may be released once the launch is bound (`BoundLaunch.release`) and the launch kept for the next
+buffers at the same addresses.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class BoundLaunch:
         self.fast = False  # True once launches go through the bound launcher
         self.fast_refused: str | None = None  # why the bound launcher was not used, if it was not
         self._device = 0
+        self._flat: list[Any] = []  # what the bound launcher is handed (device addresses, encoded descriptors)
 
     @property
     def name(self) -> str:
@@ -86,26 +89,44 @@ class BoundLaunch:
         if self.compiled is None and compiled is not None and hasattr(compiled, "metadata"):
             self.compiled = compiled
             if fast_launch_enabled():
-                self._fast, self.fast_refused = _bind_fast(compiled, self.kernel, self.programs, self.args)
+                self._fast, self.fast_refused, self._flat = _bind_fast(compiled, self.kernel, self.programs, self.args)
                 self.fast = self._fast is not None
                 self._device = torch.cuda.current_device()  # the device the bound buffers live on
             else:
                 self.fast_refused = "STREAMK_PGAS_FAST_LAUNCH=0 or the interpreter"
 
 
+    def release(self, *tensors: Any) -> bool:
+        """Let go of `tensors` (a caller's buffers, and tensor descriptors over them) once the launch is bound: the
+        bound launcher is handed only their addresses, so their memory may be freed and given to the caller's next
+        buffers while this launch is kept for whichever buffers come at the same addresses, shapes and strides (its
+        keeper looks it up by those). False, keeping them, where calls still go through Triton with the arguments
+        themselves (not bound yet, the interpreter, AMD) or the bound launcher is handed a tensor itself."""
+        def theirs(v: Any) -> bool:
+            return any(v is t or getattr(v, "base", None) is t for t in tensors)
+
+        if self._fast is None or any(isinstance(x, torch.Tensor) and theirs(x) for x in self._flat):
+            return False
+        for name, value in self.args.items():  # in place: the launch hooks read the arguments from this dict
+            if theirs(value):
+                self.args[name] = None
+        return True
+
+
 def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]
-               ) -> tuple[Callable[[int], None] | None, str | None]:
-    """The launcher of `compiled` with every argument resolved, or (None, why) where its layout is not the known one."""
+               ) -> tuple[Callable[[int], None] | None, str | None, list[Any]]:
+    """The launcher of `compiled` with every argument resolved and the arguments it is handed, or (None, why, [])
+    where its layout is not the known one."""
     try:
         import triton
 
         launcher = compiled.run
         scratch = {f: getattr(launcher, f, 0) for f in ("global_scratch_size", "profile_scratch_size")}
         if any(scratch.values()):
-            return None, f"the kernel needs scratch memory per launch ({scratch})"
+            return None, f"the kernel needs scratch memory per launch ({scratch})", []
         raw = _raw_launch(launcher)
         if raw is None:
-            return None, f"unknown launcher layout ({type(launcher).__name__}.launch = {launcher.launch!r})"
+            return None, f"unknown launcher layout ({type(launcher).__name__}.launch = {launcher.launch!r})", []
         from triton.backends.nvidia.driver import make_tensordesc_arg
 
         compiled._init_handles()
@@ -116,20 +137,20 @@ def _bind_fast(compiled: Any, kernel: Any, programs: int, args: dict[str, Any]
         flags = (compiled.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl), None, None,
                  compiled.packed_metadata)
         plain = (*flags, None, None, None, *flat)
-        ordered = tuple(args[name] for name in kernel.arg_names)
         runtime = triton.knobs.runtime
     except Exception as exc:  # an unknown launcher layout: the plain path stays right
-        return None, f"{type(exc).__name__}: {exc}"
+        return None, f"{type(exc).__name__}: {exc}", []
 
     def launch(stream: int) -> None:
         enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
         if not _active(enter) and not _active(leave):
             raw(*grid, stream, *plain)
-        else:  # a profiler's hooks: called with the launch's metadata, as Triton's own launch does
-            meta = compiled.launch_metadata(grid, stream, *ordered)
+        else:  # a profiler's hooks: called with the launch's metadata, as Triton's own launch does (the arguments
+            # as they are now: a released buffer is None, its address still in `flat`)
+            meta = compiled.launch_metadata(grid, stream, *(args[name] for name in kernel.arg_names))
             raw(*grid, stream, *flags, meta, enter, leave, *flat)
 
-    return launch, None
+    return launch, None, flat
 
 
 def flatten_args(names: list[str], signature: list[Any], args: dict[str, Any], tensordesc_meta: list[Any],
