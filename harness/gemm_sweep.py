@@ -23,7 +23,8 @@ and after the candidates. Three timings per row:
 `pct_roofline` = roofline_ms / loop_ms. The bandwidth a plain read reaches on the device (torch.sum over 2 GiB, the
 median of 5) is measured once and written in the .meta.json (`read_tb_s`): the datasheet's is not reached. The
 summary gives, per candidate, the geomean of cuBLAS's back-to-back time over ours and the shapes below 0.95x; --png
-draws the ratio per shape and both % of roofline.
+draws the ratio per shape and both % of roofline. Exit code 1 when a result was wrong or the default could not run
+on a shape (a listed candidate that does not apply or fit is reported as not run), 2 for a bad flag, else 0.
 """
 
 from __future__ import annotations
@@ -511,6 +512,15 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def exit_code(rows: list[dict[str, Any]]) -> int:
+    """1 if a result was wrong, or the default (what a user runs) could not run on a shape; else 0. A listed candidate
+    that does not apply to a shape or does not fit the device (its row's `error`) is reported as not run, not
+    failed: a sweep lists candidates for many shapes at once."""
+    wrong = any(not r.get("passed") and not r.get("error") for r in rows)
+    default_missing = any(r.get("error") for r in rows if r["candidate"] in (DEFAULT, "cublas"))
+    return 1 if wrong or default_missing else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)
@@ -536,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         commit = (meta["git"].get("commit") or "unknown")[:7]
         plot(rows, Path(args.png), f"{args.suite or 'shapes'} on {name}, {args.datatype}, commit {commit}")
         print(f"wrote {args.png}")
-    return 0 if all(r.get("passed") for r in rows) else 1
+    return exit_code(rows)
 
 
 if __name__ == "__main__":

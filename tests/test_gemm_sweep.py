@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from conftest import REPO_ROOT
 
-from harness.gemm_sweep import GemmCandidate, parse_candidate, summary
+from harness.gemm_sweep import GemmCandidate, exit_code, parse_candidate, summary
 from stream_k.plan import plan_streamk
 
 
@@ -88,3 +88,14 @@ def test_summary_tells_wrong_from_not_run() -> None:
     s = summary(rows)["c"]
     assert s["failed"] == ["64x64x128"] and s["not_run"] == ["64x64x256"]
     assert s["geomean"] == pytest.approx((1.1 * 0.9) ** 0.5)
+
+
+def test_exit_code_fails_wrong_results_and_a_default_that_cannot_run_only() -> None:
+    """A fixed candidate that does not fit or apply is a row reported as not run, and the sweep still exits 0; a
+    wrong result, or the default not running, exits 1."""
+    ok = {"candidate": "default", "passed": True, "error": ""}
+    misfit = {"candidate": "64x256x64/s5/w8/dp/r1", "passed": False, "error": "OutOfResources: shared memory"}
+    wrong = {"candidate": "128x128x64/s5/w8/dp/r1", "passed": False, "error": ""}
+    assert exit_code([ok, misfit]) == 0
+    assert exit_code([ok, misfit, wrong]) == 1
+    assert exit_code([{**misfit, "candidate": "default"}]) == 1
