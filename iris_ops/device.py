@@ -37,6 +37,7 @@ on the CPU (iris_ops.env.use_interpreter_without_gpu).
 from __future__ import annotations
 
 import os
+import time
 
 from iris_ops.env import use_interpreter_without_gpu
 
@@ -288,6 +289,23 @@ def _acquire_rmw(ptr, scope: tl.constexpr):
     return v
 
 
+INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
+POLL_PAUSE_S = 1e-4  # the interpreter's pause between two polls of a wait
+
+
+if INTERPRETED:
+    def _poll_pause() -> None:
+        """Between two polls of a wait in the interpreter: give the CPU away for a moment. Ranks are processes
+        that often outnumber the cores (mpirun --oversubscribe), and a rank spinning on a flag would otherwise
+        take CPU time from the peer that is to set it. A poll then costs more, so waits give up no sooner."""
+        time.sleep(POLL_PAUSE_S)
+else:
+    @triton.jit
+    def _poll_pause():
+        """Compiled: nothing (the hardware scheduler runs other programs while one polls)."""
+        pass
+
+
 @triton.jit
 def wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope: tl.constexpr = None):
     """Spin until flag_rank's int32 flag is >= value; False if max_spins polls did not see it.
@@ -299,6 +317,7 @@ def wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope: tl.
     spins = 0
     seen = _acquire_load(ptr, scope)
     while (seen < value) & (spins < max_spins):
+        _poll_pause()
         seen = _acquire_load(ptr, scope)
         spins += 1
     if _ARCH != 1:
@@ -312,6 +331,7 @@ def wait_local(flag_ptr, value, max_spins, scope: tl.constexpr = None):
     spins = 0
     seen = _acquire_load(flag_ptr, scope)
     while (seen < value) & (spins < max_spins):
+        _poll_pause()
         seen = _acquire_load(flag_ptr, scope)
         spins += 1
     if _ARCH != 1:
@@ -391,6 +411,7 @@ def wait_local_or_error(flag_ptr, value, max_spins, error_ptr, scope: tl.constex
     seen = _acquire_load(flag_ptr, scope)
     err = tl.load(error_ptr, volatile=True)
     while (seen < value) & (spins < max_spins) & (err == 0):
+        _poll_pause()
         seen = _acquire_load(flag_ptr, scope)
         err = tl.load(error_ptr, volatile=True)
         spins += 1
