@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 import time
 
-from iris_ops.env import use_interpreter_without_gpu
+from iris_ops.env import INTERPRET_ENV, use_interpreter_without_gpu
 
 use_interpreter_without_gpu()
 
@@ -52,9 +52,12 @@ TIMER_GLOBALTIMER = 1  # NVIDIA %globaltimer, nanoseconds
 TIMER_MEMREALTIME = 2  # AMD s_memrealtime, ticks of wall_clock_rate
 
 
+INTERPRETED = os.environ.get(INTERPRET_ENV, "0") == "1"
+
+
 def _detect_arch() -> int:
     """0: interpreter or unknown (portable code paths), 1: NVIDIA, 2: AMD."""
-    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+    if INTERPRETED:
         return 0
     try:
         import torch
@@ -289,7 +292,6 @@ def _acquire_rmw(ptr, scope: tl.constexpr):
     return v
 
 
-INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
 POLL_PAUSE_S = 1e-4  # the interpreter's pause between two polls of a wait
 
 

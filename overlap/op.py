@@ -53,7 +53,7 @@ from stream_k.dtypes import DATATYPES as TORCH_DTYPES
 from stream_k.dtypes import output_dtype
 from stream_k.gemm import BOUND_LAUNCHES
 from stream_k.launch import BoundLaunch
-from stream_k.layout import aligned_rows, padded_zeros, tma_rows
+from stream_k.layout import aligned_rows, buffer_key, padded_zeros, tma_rows
 from stream_k.select import GemmChoice
 
 
@@ -90,8 +90,8 @@ class OverlapOp:
         two_streams = self.on_gpu and self.runnable and self.world > 1 and self.mode.second_stream
         self.runner = StepRunner(self.device, two_streams)
         # the last BOUND_LAUNCHES steps by the buffers they read (address and row stride), and what a call on inputs
-        # of a given address, strides, shape, dtype and device runs: no tensor of the caller's is kept (a dropped
-        # activation's memory goes back to the allocator, and the next activation there finds its step)
+        # of a given buffer_key runs: no tensor of the caller's is kept (a dropped activation's memory goes back to
+        # the allocator, and the next activation there finds its step)
         self._steps: OrderedDict[tuple, Step] = OrderedDict()
         self._calls: OrderedDict[tuple, tuple[Step, torch.Tensor | None, torch.Tensor | None]] = OrderedDict()
         self._preloaded: set[str] = set()
@@ -141,8 +141,7 @@ class OverlapOp:
         a = self.buffers.a if a is None else a
         b = self.buffers.b if b is None else b
         try:  # everything the checks and the step depend on (a non-tensor goes to the checks, which name it)
-            key: tuple | None = (a.data_ptr(), a.stride(), a.shape, a.dtype, a.get_device(),
-                                 b.data_ptr(), b.stride(), b.shape, b.dtype, b.get_device())
+            key: tuple | None = (buffer_key(a), buffer_key(b))
         except AttributeError:
             key = None
         call = self._calls.get(key)

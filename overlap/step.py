@@ -48,7 +48,7 @@ class Step:
     replay: bool = False  # replayed from one CUDA graph after STEP_GRAPH_AFTER calls
     runs: int = 0
     graph: Any = None
-    released: bool = False  # the caller's A and B released from its launches once run (BoundLaunch.release)
+    released: bool = False  # release of the caller's A and B from its launches tried after its first run
 
     def launches(self) -> list[Launchable]:
         """Every launch of the step (post actions aside) in the order a single stream would run them."""

@@ -25,7 +25,7 @@ from stream_k.dtypes import DATATYPES as DTYPES
 from stream_k.dtypes import output_dtype
 from stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
 from stream_k.launch import BoundLaunch
-from stream_k.layout import padded_zeros, tma_rows, vector_stride_multiple
+from stream_k.layout import buffer_key, padded_zeros, tma_rows, vector_stride_multiple
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 from stream_k.select import choose_gemm
 from stream_k.tiles import width_parts
@@ -45,11 +45,10 @@ BOUND_LAUNCHES = 16  # buffer sets whose bound launch a StreamKGemm keeps
 
 
 def plain_key(a: Any, b: Any, c: Any) -> tuple | None:
-    """What a plain call's bound launch depends on: each tensor's address, strides, shape and dtype (None for a
-    non-tensor, which the full path's checks name)."""
+    """What a plain call's bound launch depends on: each tensor's buffer_key (None for a non-tensor, which the full
+    path's checks name)."""
     try:
-        return (a.data_ptr(), a.stride(), a.shape, a.dtype, b.data_ptr(), b.stride(), b.shape, b.dtype,
-                c.data_ptr(), c.stride(), c.shape, c.dtype)
+        return (buffer_key(a), buffer_key(b), buffer_key(c))
     except AttributeError:
         return None
 
@@ -137,8 +136,8 @@ class StreamKGemm:
         self.epoch = 0
         self._counted = 0  # the host's count when the device last counted a launch
         self._bound: OrderedDict[tuple, BoundLaunch] = OrderedDict()  # the call's buffers -> their bound launch
-        # plain calls (no epilogue, flags, trace or peers) on A, B read in place: the bound launch by a, b and c's
-        # addresses, strides, shapes and dtypes (plain_key), without the checks and the staging decision
+        # plain calls (no epilogue, flags, trace or peers) on A, B read in place: the bound launch by plain_key,
+        # without the checks and the staging decision
         self._plain: OrderedDict[tuple, BoundLaunch] = OrderedDict()
         self.hip = is_hip() if arch is None else arch_code(arch) == 2
         amd = {"waves_per_eu": cfg.waves_per_eu, "matrix_instr_nonkdim": cfg.matrix_instr_nonkdim, "kpack": cfg.kpack}
@@ -356,9 +355,9 @@ class StreamKGemm:
                     gemm_trace: torch.Tensor | None, epilogue: Any, heap_bases: torch.Tensor | None, cur_rank: int,
                     world_size: int) -> tuple[BoundLaunch, bool]:
         """The bound launch of these buffers with the device-counted epoch, and whether it was made now (the last
-        BOUND_LAUNCHES buffer sets are kept, by address, shape, strides and dtype, so a caller rotating a few input
-        sets, or handing fresh tensors that get the freed addresses back, stays on bound launches)."""
-        buffers = [(t.data_ptr(), tuple(t.shape), t.stride(), t.dtype) if isinstance(t, torch.Tensor) else t
+        BOUND_LAUNCHES buffer sets are kept, by stream_k.layout.buffer_key, so a caller rotating a few input sets, or
+        handing fresh tensors that get the freed addresses back, stays on bound launches)."""
+        buffers = [buffer_key(t) if isinstance(t, torch.Tensor) else t
                    for t in (a, b, c, tile_flags, gemm_trace, heap_bases)]
         key = (*buffers, epilogue, cur_rank, world_size)
         launch = self._bound.get(key)

@@ -45,3 +45,10 @@ def padded_copy(t: torch.Tensor) -> torch.Tensor:
     out = padded_zeros(t.shape[0], t.shape[1], t.dtype, t.device)
     out.copy_(t)
     return out
+
+
+def buffer_key(t: torch.Tensor) -> tuple:
+    """What a launch bound on `t` depends on: its address, strides, shape, dtype and device. Launches are kept by
+    this, not by the tensor: another tensor with the same key (a dropped activation's successor at the freed
+    address) reads the same memory the same way."""
+    return (t.data_ptr(), t.stride(), t.shape, t.dtype, t.get_device())

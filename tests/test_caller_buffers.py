@@ -63,6 +63,29 @@ def _right(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(((c.double() - want).norm() / want.norm()).item() < 2e-2)
 
 
+def _gemm() -> StreamKGemm:
+    from stream_k.select import choose_gemm
+
+    choice = choose_gemm(M, N, K, "bf16", 8 if not GPU else 132, "interpreter" if not GPU else "sm90")
+    return StreamKGemm(choice.plan, "bf16", choice.config, device=DEVICE)
+
+
+def _fresh_a_kept(call: Any, a0: torch.Tensor, b: torch.Tensor, calls: int = 40) -> int:
+    """`call(a, b)` (returning C) on a new copy of a0 each time, each dropped after its call (as a layer's input is
+    every step); on a GPU some results checked. How many of the dropped copies are still alive after."""
+    refs = []
+    for i in range(calls):
+        a = a0.clone()
+        refs.append(weakref.ref(a))
+        c = call(a, b)
+        if GPU and i % 13 == 0:
+            torch.cuda.synchronize()
+            assert _right(c, a0, b)
+        del a
+    gc.collect()
+    return sum(r() is not None for r in refs)
+
+
 def test_release_drops_only_the_named_buffers_once_bound() -> None:
     """release(): nothing before the launch is bound; then the named tensors and descriptors over them become None
     and the rest stays; refused while the bound launcher is handed one of those tensors itself."""
@@ -85,32 +108,15 @@ def test_release_drops_only_the_named_buffers_once_bound() -> None:
 def test_gemm_keeps_no_fresh_activation_and_finds_its_launch_again(bound_count: list[BoundLaunch]) -> None:
     """A fresh A every call, dropped after it: none is kept alive, and the launch bound for the first is used for
     the next ones at a freed address (a handful of launches over 40 calls, not one per call)."""
-    from stream_k.select import choose_gemm
-
-    choice = choose_gemm(M, N, K, "bf16", 8 if not GPU else 132, "interpreter" if not GPU else "sm90")
-    gemm = StreamKGemm(choice.plan, "bf16", choice.config, device=DEVICE)
-    a0, b = _pair(0)
+    gemm = _gemm()
     c = torch.empty(M, N, dtype=torch.bfloat16, device=DEVICE)
-    refs = []
-    for i in range(40):
-        a = a0.clone()  # a new tensor, as a layer's input is every step
-        refs.append(weakref.ref(a))
-        gemm(a, b, c)
-        if GPU and i % 13 == 0:
-            torch.cuda.synchronize()
-            assert _right(c, a0, b)
-        del a
-    gc.collect()
-    assert sum(r() is not None for r in refs) == 0, "a dropped A is kept alive by the GEMM"
+    assert _fresh_a_kept(lambda a, b: gemm(a, b, c), *_pair(0)) == 0, "a dropped A is kept alive by the GEMM"
     assert len(bound_count) <= 4, f"{len(bound_count)} launches bound for 40 calls at recurring addresses"
     assert len(gemm._bound) <= BOUND_LAUNCHES
 
 
 def test_gemm_rotating_buffers_reuse_their_launches(bound_count: list[BoundLaunch]) -> None:
-    from stream_k.select import choose_gemm
-
-    choice = choose_gemm(M, N, K, "bf16", 8 if not GPU else 132, "interpreter" if not GPU else "sm90")
-    gemm = StreamKGemm(choice.plan, "bf16", choice.config, device=DEVICE)
+    gemm = _gemm()
     sets = [(*_pair(s), torch.empty(M, N, dtype=torch.bfloat16, device=DEVICE)) for s in range(3)]
     for _ in range(4):
         for a, b, c in sets:
@@ -130,18 +136,7 @@ def test_op_keeps_no_fresh_activation_and_its_steps_stay_few(shmem: Any, bound_c
     """The op called with a fresh A every call: no A is kept alive, the step bound for the first is found again
     for the next ones (a handful of steps over 40 calls), and B's step is the same object throughout."""
     op = OverlapOp.create(shmem, "all_reduce", M, N, K, "bf16", "fused")
-    a0, b = _pair(1)
-    refs = []
-    for i in range(40):
-        a = a0.clone()
-        refs.append(weakref.ref(a))
-        c = op(a, b)
-        if GPU and i % 13 == 0:
-            torch.cuda.synchronize()
-            assert _right(c, a0, b)
-        del a
-    gc.collect()
-    assert sum(r() is not None for r in refs) == 0, "a dropped A is kept alive by the op"
+    assert _fresh_a_kept(op, *_pair(1)) == 0, "a dropped A is kept alive by the op"
     assert len(op._steps) <= 4, f"{len(op._steps)} steps for 40 calls at recurring addresses"
 
 
