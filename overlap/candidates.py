@@ -30,7 +30,7 @@ class Problem:
     def bytes_moved(self) -> tuple[float, float]:
         """(bytes this rank moves to or from peers, bytes it moves locally) per step."""
         dt = spec.DATATYPES[self.datatype]
-        return self.spec.family.bytes_moved(self.m, self.n, self.k, self.world_size, dt.bytes, dt.output_bytes)
+        return self.spec.bytes_moved(self.m, self.n, self.k, self.world_size, dt.bytes, dt.output_bytes)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ class StepFlags(NamedTuple):
     COMM_AFTER_GEMM: Any  # GEMM programs join the communication once their own tiles are done
     GEMM_WAITS_ARRIVED: Any  # GEMM programs wait for every rank's arrival first (their epilogue writes peers)
     WAITS_ARRIVED: Any  # communication programs wait for every rank's arrival before their first write
-    ANNOUNCE: Any  # the first communication (or GEMM) program announces this rank's arrival
+    ANNOUNCE: Any  # this kernel announces this rank's arrival: its first communication program (its first GEMM
+    #               program where it has none)
     ZERO_C: Any  # communication programs zero C as they start (atomic reductions); the last slice announces
 
 
@@ -58,6 +59,7 @@ class MoveFlags(NamedTuple):
     CTM: Any  # the sub-tile a communication step moves
     CTN: Any
     CLAIM_TILES: Any  # tiles are claimed with tickets (programs may join late), else taken statically
+    OWNED: Any  # tile t is moved by rank t % W alone (overlap.communication.comm_loop)
 
 
 class Gather(NamedTuple):

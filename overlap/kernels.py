@@ -6,7 +6,7 @@ program has all of its ranks' loads in flight at once.
 `overlap_kernel` is the one kernel every mode launches for the GEMM when there are peers: programs
 0..gemm_programs-1 run `stream_k.kernel.streamk_program`; the other programs communicate
 (workgroup specialisation by program id): `overlap.communication.comm_loop.comm_program` moves the
-GEMM's tiles (MOVE), or `overlap.communication.all_gather.gather_program` pushes A's rows (GATHER).
+GEMM's tiles (MOVE), or `overlap.algorithms.all_gather_gemm.gather_program` pushes A's rows (GATHER).
 With no communication programs it is the plain GEMM in the step protocol (bulk_sync, two_streams).
 With COMM_AFTER_GEMM the GEMM programs join the communication once their own GEMM work is done,
 claiming tiles from the same counter as the communication programs, so the last wave's tiles are
@@ -56,7 +56,7 @@ import triton
 import triton.language as tl
 
 from iris_ops.device import ERR_PEER_READY, notify, record_error_all, wait_local_or_error
-from overlap.communication.all_gather import gather_program
+from overlap.algorithms.all_gather_gemm import gather_program
 from overlap.communication.comm_loop import comm_program
 from stream_k.kernel import streamk_program
 
@@ -202,10 +202,11 @@ def overlap_kernel(
             if GATHER_FLAGS.GEMM_WAITS:
                 a_ready = GATHER.A_READY
                 a_rows = GATHER.a_rows
-        if STEP_FLAGS.GEMM_WAITS_ARRIVED:  # fused_sequential: the epilogue (or the gather) writes every rank's buffers
+        if not STEP_FLAGS.COMM:  # no communication program to announce this rank's arrival: the first GEMM program
             if STEP_FLAGS.ANNOUNCE:
                 if gpid == 0:
                     _announce(CTRL, e, heap_bases, cur_rank, world_size)
+        if STEP_FLAGS.GEMM_WAITS_ARRIVED:  # fused_sequential: the epilogue (or the gather) writes every rank's buffers
             _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
         if GATHER is not None:
             if GATHER_FLAGS.IN_GEMM:  # fused_sequential all_gather_gemm: push this program's share of A, then compute

@@ -99,7 +99,7 @@ class Parts:
                     src.shape[1], gemm.plan.dp_tiles if cfg.sk_first else 0, zero, bufs.heap_c.numel())
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
                            READY_SOURCES=alg.ready_sources(self.world) if wait_ready else 0,
-                           CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim)
+                           CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles)
         return move, flags
 
     def _gather(self, a: torch.Tensor, *, in_comm: bool, in_gemm: bool, gemm_waits: bool
@@ -142,13 +142,16 @@ class Parts:
         move, move_flags = self._move(gemm, comm_programs, claim, True) if (comm or join) else (None, None)
         gather, gather_flags = self._gather(a, in_comm=comm, in_gemm=gemm_gathers,
                                             gemm_waits=alg.gathers_a and wait_a)
-        writes_peers_first = seq and alg.writes_peers and not comm and (gemm_gathers or not alg.gathers_a)
+        # the GEMM's own epilogue (or its push of A's rows) writes into the peers' buffers
+        pushes = seq and (alg.push_epilogue is not None or gemm_gathers)
+        writes_peers_first = alg.writes_peers and not comm and pushes
         flags = constexprs(
             StepFlags, COMM=comm, PEER_SYNC=peer_sync,
             GEMM_SYS=join or alg.gemm_writes_peers(seq, self.world),
             COMM_AFTER_GEMM=join, GEMM_WAITS_ARRIVED=writes_peers_first,
             WAITS_ARRIVED=alg.writes_peers and (comm or join),
-            ANNOUNCE=alg.writes_peers and not alg.zeroes_c, ZERO_C=alg.zeroes_c and comm)
+            ANNOUNCE=alg.writes_peers and not alg.zeroes_c and (comm or join or writes_peers_first),
+            ZERO_C=alg.zeroes_c and comm)
         args.update(STEP=self._step(step_programs, gemm.plan.num_programs, comm_programs), STEP_FLAGS=flags,
                     MOVE=move, MOVE_FLAGS=move_flags, TILE_FN=alg.tile_fn if move is not None else None,
                     COMM_TRACE=bufs.traces()[1] if traced else None, GATHER=gather, GATHER_FLAGS=gather_flags)
@@ -156,15 +159,18 @@ class Parts:
 
     def comm(self, programs: int, *, claim: bool, step_programs: int, traced: bool = False, wait_ready: bool = True,
              a: torch.Tensor | None = None) -> BoundLaunch:
-        """The communication kernel on `programs` programs (wait_ready=False: every tile taken as ready)."""
+        """The communication kernel on `programs` programs. wait_ready=False: the collective alone, every tile taken
+        as ready; its programs then wait for every rank's arrival first whatever the algorithm (a stand-alone
+        collective's start, as NCCL's and torch's have: no rank reads a peer's buffer before the peer is there)."""
         alg, bufs = self.alg, self.bufs
         g = self.gemm(self.main_programs)
         move, move_flags = self._move(g, programs, claim, wait_ready)
         gather, gather_flags = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False,
                                             gemm_waits=False)
+        handshake = alg.writes_peers or not wait_ready
         flags = constexprs(StepFlags, COMM=True, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False,
-                           GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=alg.writes_peers,
-                           ANNOUNCE=alg.writes_peers and not alg.zeroes_c, ZERO_C=alg.zeroes_c)
+                           GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=handshake,
+                           ANNOUNCE=handshake and not alg.zeroes_c, ZERO_C=alg.zeroes_c)
         args = {"heap_bases": self.heap_bases, "cur_rank": self.rank, "world_size": self.world,
                 "ERRORS": bufs.errors.words, "CLOCK": g.clock, "max_spins": g.max_spins, "TIMER": g.timer_kind,
                 "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m,

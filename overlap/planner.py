@@ -82,9 +82,9 @@ def gemm_options(p: Problem, target: Target, programs: int, fixed: Mapping[str, 
 
 def comm_tile(p: Problem, kernel: KernelConfig) -> tuple[int, int]:
     """The communication sub-tile (rows, columns) when not given: the GEMM tile, or fewer rows where the algorithm
-    says so for the world size (overlap.algorithms: comm_tile_rows)."""
+    says so for the world size (overlap.algorithms.record: comm_tile_rows)."""
     rows = ALGORITHMS[p.algorithm].comm_tile_rows
-    return (kernel.BLK_M if rows is None else rows(kernel.BLK_M, p.world_size)), kernel.BLK_N
+    return (kernel.BLK_M if rows is None else rows(kernel.BLK_M, kernel.BLK_N, p.world_size)), kernel.BLK_N
 
 
 def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None = None) -> list[Candidate]:

@@ -1,27 +1,13 @@
 """The rates the planner's cost model is built from (overlap.modes: each mode's `cost`), measured on 2 x H200
-(results/README.md, README "Facts"): communication per program and the link's ceiling, the same work from a GEMM
-program's epilogue, the copy engines, and the fixed costs of a step. The GEMM's own time is stream_k.select's."""
+(results/README.md, README "Facts"): the copy engines, device memory and the fixed costs of a step here; each
+algorithm's own communication rates (per program, the link's ceiling, from an epilogue) in its record
+(overlap.algorithms: `Rates`). The GEMM's own time is stream_k.select's."""
 
 from __future__ import annotations
 
+from overlap.algorithms import ALGORITHMS
 from overlap.candidates import Problem
 
-# Communication per program (GB/s) and the link's ceiling per rank (GB/s). one_shot reads remote tiles (its
-# communication alone on 14 programs moved a 4864 x 4096 bf16 partial in 0.176 ms: ~16 GB/s per program),
-# all_scatter stores them (no reply to wait for), all_reduce adds them atomically. all_gather_gemm's pushes of A's
-# rows: 40 MB in 0.58 ms from 12 programs, 0.16 ms from 132 (4864 x 4096 x 8256 on 2 x H200); gemm_reduce_scatter's
-# atomic adds: 20 MB in 0.24 ms from 8 programs.
-PER_PROGRAM_GBS = {"one_shot": 16.0, "all_scatter": 22.0, "all_reduce": 14.0, "all_gather_gemm": 6.0,
-                   "gemm_reduce_scatter": 10.0}
-LINK_GBS = {"one_shot": 300.0, "all_scatter": 360.0, "all_reduce": 300.0, "all_gather_gemm": 250.0,
-            "gemm_reduce_scatter": 300.0}
-# The same work from a GEMM program's epilogue (fused_sequential), which stalls that program: all_reduce 0.477 ms
-# against a 0.242 ms GEMM at 4864 x 4096 x 8256 on 2 x H200 (~2.6 GB/s per program, its own C included);
-# all_scatter 0.272 ms (~5 GB/s).
-EPILOGUE_GBS = {"all_reduce": 2.6, "all_scatter": 5.0, "gemm_reduce_scatter": 2.6}
-# Communication programs inside the fused kernel run with the GEMM's warps and registers: one_shot's reads were
-# ~10% slower there than in two_streams' kernel of their own (1.24-1.27x its bound against 1.09-1.15x).
-FUSED_COMM_EFFICIENCY = {"one_shot": 0.7}
 LOCAL_GBS = 3000.0  # device memory, for the share of the communication that stays on this rank
 STEP_US = {"sync": 6.0, "launch": 3.0, "two_streams": 5.0}  # peer barrier; a second kernel; the stream fork
 COMM_RESERVES = (4, 8, 12, 16, 20, 24, 32, 48)  # SMs tried for communication in the modes that split the SMs
@@ -37,11 +23,18 @@ CE_OP_US = 1.5  # the device's cost of one stream operation (a wait, a copy's st
 CE_FIXED_MS = 0.1
 
 
-def comm_rate(p: Problem, programs: int, efficiency: float = 1.0) -> float:
-    """Bytes per ms that `programs` communication programs move to or from peers."""
+def comm_rate(p: Problem, programs: int, fused: bool = False) -> float:
+    """Bytes per ms that `programs` communication programs move to or from peers (`fused`: inside the GEMM's
+    kernel, at the algorithm's fused efficiency)."""
     if programs <= 0:
         return 1e-9
-    return min(LINK_GBS[p.algorithm], programs * PER_PROGRAM_GBS[p.algorithm] * efficiency) * 1e6
+    r = ALGORITHMS[p.algorithm].rates
+    return min(r.link_gbs, programs * r.per_program_gbs * (r.fused_efficiency if fused else 1.0)) * 1e6
+
+
+def link_ms(p: Problem, nbytes: float) -> float:
+    """`nbytes` at the algorithm's link ceiling per rank."""
+    return nbytes / (ALGORITHMS[p.algorithm].rates.link_gbs * 1e6)
 
 
 def sync_ms(p: Problem) -> float:

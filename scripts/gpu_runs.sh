@@ -7,8 +7,10 @@
 #   env_info; gemm_bench; overlap 8192x8192x8192; reference 8192x8192x8192; micro; gpu_tests; finish
 #
 # overlap takes its lists from the environment: ALGORITHMS, MODES, GEMM_SMS, CTM (comma-separated),
-# and extra benchmark.py flags from BENCH_ARGS; TAG names the log folder. reference takes extra flags from
-# REF_ARGS and its folder name from REF_TAG.
+# and extra benchmark.py flags from BENCH_ARGS; TAG names the log folder. reference runs COLLECTIVE (default
+# all; an algorithm's name: its family's equal-output peers), takes extra flags from REF_ARGS and its folder
+# name from REF_TAG. NP ranks (2). comm_bench runs tools.comm_bench (the reduce family's communication alone
+# beside NCCL and torch symm-mem) with its flags.
 set -uo pipefail
 OUT="${OUT:-$(pwd)/out}"
 WORK="${WORK:-/tmp/streamk_pgas_work}"
@@ -63,10 +65,18 @@ reference() {
   local shape=$1 M N K
   IFS=x read -r M N K <<< "$shape"
   stamp "reference $shape"
-  mpi_args; timeout "${REF_TIMEOUT:-120}" "${MPI[@]}" python3 -m reference --collective all -m "$M" -n "$N" -k "$K" \
+  mpi_args; timeout "${REF_TIMEOUT:-120}" "${MPI[@]}" python3 -m reference --collective "${COLLECTIVE:-all}" \
+    -m "$M" -n "$N" -k "$K" \
     --datatype bf16 --iters "${ITERS:-30}" --warmup "${WARMUP:-10}" --validate ${REF_ARGS:-} \
     --output_dir "$WORK/${REF_TAG:-reference}" \
     2>&1 | tee -a "$WORK/reference.txt" | cut -c1-150 | tail -n 8
+}
+
+comm_bench() {  # comm_bench TAG [flags]: tools.comm_bench on NP ranks, CSV / JSON / PNG under $WORK
+  local tag=$1; shift
+  stamp "comm bench $tag (NP=${NP:-2}) $*"
+  mpi_args; timeout "${COMM_TIMEOUT:-300}" "${MPI[@]}" python3 -m tools.comm_bench --csv "$WORK/$tag.csv" \
+    --json "$WORK/$tag.json" --png "$WORK/$tag.png" "$@" 2>&1 | tee -a "$WORK/$tag.txt" | tail -n "${SHOW:-12}"
 }
 
 micro() {

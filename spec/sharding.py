@@ -138,19 +138,33 @@ class Algorithm:
     family: Family
     modes: tuple[str, ...]
     text: str
+    # "direct": each rank moves its object straight to where it ends (the family's bytes_moved); "owner": each tile
+    # is summed by one owner rank, which then stores the sum into every rank's C (a reduce-scatter + all-gather)
+    route: str = "direct"
 
     def has_mode(self, mode: str) -> bool:
         return mode in self.modes
+
+    def bytes_moved(self, m: int, n: int, k: int, world: int, in_bytes: int, out_bytes: int
+                    ) -> tuple[float, float]:
+        """(bytes this rank moves to or from its peers, bytes it moves locally) in one step. Routed through owners,
+        a rank reads its 1/W of the tiles from its W-1 peers and stores their sums into its W-1 peers' C (the
+        bandwidth-optimal all-reduce's 2(W-1)/W of |C|), reading its own partial and writing its own C locally."""
+        if self.route == "owner":
+            payload = self.family.payload_bytes(m, n, k, world, in_bytes, out_bytes)
+            return 2 * (world - 1) * payload / world, 2 * payload / world
+        return self.family.bytes_moved(m, n, k, world, in_bytes, out_bytes)
 
 
 _STREAMING = ("bulk_sync", "two_streams", "fused", "fused_sequential")
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("all_reduce", FAMILIES["reduce"], _STREAMING,
-              "each finished tile of the rank's partial is added atomically into every rank's C"),
+              "each tile's owner sums every rank's partial of it in rank order and stores the sum into every "
+              "rank's C (a reduce-scatter + all-gather, tile by tile)", route="owner"),
     Algorithm("all_scatter", FAMILIES["gather"], (*_STREAMING, "copy_engine"),
               "each finished tile of the rank's columns is stored into every rank's C"),
     Algorithm("one_shot", FAMILIES["reduce"], _STREAMING,
-              "each rank publishes its partial; a tile is summed from every rank's partial once all have it"),
+              "each rank publishes its partial; every rank sums every rank's partial of a tile once all have it"),
     Algorithm("all_gather_gemm", FAMILIES["ag_gemm"], (*_STREAMING, "copy_engine"),
               "A's row shards are pushed to every rank while the GEMM multiplies the rows that have arrived"),
     Algorithm("gemm_reduce_scatter", FAMILIES["gemm_rs"], (*_STREAMING, "copy_engine"),

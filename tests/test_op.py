@@ -49,6 +49,8 @@ def check_b2b_output(out: str, nprocs: int, steps: int) -> None:
         assert (int(ranks), int(n)) == (nprocs, steps), (alg, mode, ranks, n)
         assert float(err) <= 1e-4, (alg, mode, err)
     assert f"OP_B2B_DONE {len(COMBOS)} combinations" in out, out
+    same_bits = set(re.findall(r"OP_B2B_OK (\w+) (\w+) .*same_bits", out))
+    assert same_bits == {(alg, mode) for alg, mode in COMBOS if alg in ("all_reduce", "one_shot")}, out
 
 
 @pytest.mark.slow
@@ -61,6 +63,25 @@ def test_every_combination_right_after_steps_back_to_back(nprocs: int) -> None:
     result = run_mpi(nprocs, B2B, "--steps", str(steps), timeout=600)
     check_b2b_output(result.stdout, nprocs, steps)
     assert "new_inputs ok" in result.stdout, result.stdout
+
+
+@pytest.mark.slow
+def test_reduce_family_rotating_inputs_c_read_between_steps_and_graph_replays() -> None:
+    """all_reduce and one_shot in every mode: steps on three user input pairs in rotation with a row of C read
+    after each, every row right; on GPUs at 4 ranks, 200 steps, then 200 replays of a captured step (inputs
+    copied into the captured tensors between replays). The interpreter: 2 ranks, 3 steps."""
+    nprocs, steps = (4, 200) if on_gpu() else (2, 3)
+    skip_unless_ranks(nprocs)
+    combos = {(a, m) for a, m in COMBOS if a in ("all_reduce", "one_shot")}
+    runs = [["--rotate"], ["--graph"]] if on_gpu() else [["--rotate"]]
+    for extra in runs:
+        out = run_mpi(nprocs, B2B, "--steps", str(steps), "--algorithms", "all_reduce,one_shot", *extra,
+                      timeout=900).stdout
+        assert "OP_B2B_FAIL" not in out, out
+        what = "graph_replays" if extra == ["--graph"] else "rotating"
+        ok = re.findall(rf"OP_B2B_OK (\w+) (\w+) ranks {nprocs} steps {steps} err (\S+) {what}", out)
+        assert {(a, m) for a, m, _ in ok} == combos, out
+        assert all(float(e) <= 1e-4 for *_, e in ok), out
 
 
 @pytest.mark.slow

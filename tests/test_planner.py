@@ -12,6 +12,7 @@ import pytest
 
 import spec
 from harness.config import BenchConfig, ConfigError, parse_config, tuning_configs
+from overlap.algorithms.record import reduce_elements_in_flight
 from overlap.config import PLANNED_FIELDS, OverlapConfig
 from overlap.planner import Problem, TuningCache, plan, rank_candidates, tune_candidates
 from stream_k.configs import KernelConfig
@@ -82,14 +83,16 @@ def test_explicit_flags_win_and_the_log_says_what_was_planned() -> None:
     assert cfg.as_flags()["plan"] == cfg.plan  # in the JSON log
 
 
-def test_communication_tile_is_the_gemm_tile_but_one_shot_halves_it_beyond_two_ranks() -> None:
-    """The communication sub-tile is the GEMM tile, except one_shot's beyond PEER_LOADS (2) ranks: half its rows, so
-    its accumulator, two ranks' loads and their addresses fit in the registers (a given tile wins)."""
+def test_communication_tile_keeps_the_reduce_familys_loads_in_flight_in_registers() -> None:
+    """The communication sub-tile is the GEMM tile's columns and, for the reduce family (every rank's copy of a
+    sub-tile loaded at once), reduce_elements_in_flight(W) over the W loads: 16 rows of a 256-wide tile at W = 4;
+    all_scatter's 8 K elements, 32 rows (a given tile wins)."""
     for world in (2, 4, 8):
-        for alg in ("all_reduce", "one_shot"):
+        for alg in ("all_reduce", "one_shot", "all_scatter"):
             c = plan(Problem(alg, 4864, 4096, 8256, "bf16", world), H200_TARGET).choice
             k = c.gemm.config
-            rows = k.BLK_M // 2 if alg == "one_shot" and world > 2 else k.BLK_M
+            elements = 8192 if alg == "all_scatter" else reduce_elements_in_flight(world) // world
+            rows = min(k.BLK_M, elements // k.BLK_N)
             assert (c.comm_tile_m, c.comm_tile_n) == (rows, k.BLK_N), (alg, world, c.describe())
     given = plan(Problem("one_shot", 4864, 4096, 8256, "bf16", 8), H200_TARGET, {"comm_tile_m": 128}).choice
     assert given.comm_tile_m == 128

@@ -2,16 +2,20 @@
 
 A communication program takes tiles in tile order (the order the GEMM finishes them in, roughly):
 statically (pid, pid + num_programs, ...) or, with a claim counter, dynamically, so that GEMM
-programs that have finished their own tiles can join in and share the tail. It waits with acquire
-loads until the tile's ready words reach the step's epoch `e` (READY_SOURCES words per tile: one
-for a tile this rank's GEMM makes, one per rank for one_shot, whose tile needs every rank's
+programs that have finished their own tiles can join in and share the tail. Where the algorithm's
+tiles have owners (MoveFlags.OWNED: tile t belongs to rank t % W, so consecutive tiles, which the
+GEMM finishes together, belong to different ranks), a rank takes only its own tiles, in the same order.
+It waits with acquire loads until the tile's ready words reach the step's epoch `e` (READY_SOURCES words
+per tile: one for a tile this rank's GEMM makes, one per rank for a reduction, whose tile needs every rank's
 partial; 0 for communication timed alone, with every tile taken as ready), then calls the
 algorithm's TILE_FN on it. A wait that times out records the error on every rank (iris_ops.error_state)
 and moves on, so a lost flag fails the step everywhere instead of hanging it.
 
 TILE_FN(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
 moves the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC into MOVE.DST (overlap.kernel_args.Move) in sub-tiles of
-CTM x CTN.
+CTM x CTN. `rank_order_sum` is the reduction the reduce family's movers share: every rank's copy of a
+sub-tile, loaded together and added in rank order 0, 1, ..., W-1, so the sum is the same bits on every
+rank and in every run.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.device import ERR_TILE_READY, read_timer, record_error_all, wait_local_or_error
+from iris_ops.device import ERR_TILE_READY, read_timer, record_error_all, translate, wait_local_or_error
 from stream_k.tiles import tile_coords
 
 _ERR_TILE: tl.constexpr = tl.constexpr(ERR_TILE_READY)
@@ -55,6 +59,44 @@ def _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.conste
 
 
 @triton.jit
+def _my_tiles(n_tiles, rotate, cur_rank, world_size, OWNED: tl.constexpr):
+    """(tiles this rank moves, the index among them of the first one at or after tile `rotate`). OWNED: the tiles
+    cur_rank, cur_rank + W, ...; else every tile."""
+    if OWNED:
+        return (n_tiles - cur_rank + world_size - 1) // world_size, (rotate + world_size - 1 - cur_rank) // world_size
+    else:
+        return n_tiles, rotate
+
+
+@triton.jit
+def _tile_of(ticket, n_tiles, n_mine, first, rotate, cur_rank, world_size, OWNED: tl.constexpr):
+    """The tile of a ticket: this rank's tiles in tile order, starting at tile `rotate` (the GEMM's first)."""
+    if OWNED:
+        return ((ticket + first) % n_mine) * world_size + cur_rank
+    else:
+        return (ticket + rotate) % n_tiles
+
+
+@triton.jit
+def owner_of(tile_id, world_size):
+    """The rank that moves tile_id where tiles have owners (MoveFlags.OWNED)."""
+    return tile_id % world_size
+
+
+@triton.jit
+def rank_order_sum(SRC, offs, mask, heap_bases, cur_rank, world_size: tl.constexpr):
+    """Sum over every rank p of SRC[offs] on p's heap, loaded together and added in rank order (accumulated in
+    fp32, int32 for integer data)."""
+    if SRC.dtype.element_ty.is_int():
+        acc = tl.load(translate(SRC, cur_rank, 0, heap_bases) + offs, mask=mask).to(tl.int32)
+    else:
+        acc = tl.load(translate(SRC, cur_rank, 0, heap_bases) + offs, mask=mask).to(tl.float32)
+    for p in tl.static_range(1, world_size):
+        acc += tl.load(translate(SRC, cur_rank, p, heap_bases) + offs, mask=mask).to(acc.dtype)
+    return acc
+
+
+@triton.jit
 def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, CLAIM, max_spins, ERRORS,
                  COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
                  GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
@@ -64,15 +106,18 @@ def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.con
     own work) share the tail. Ticket t is tile (t + claim_rotate) % n_tiles: the order the GEMM completes tiles
     in (a GEMM that runs its Stream-K tiles, the last ones, first passes the first of them)."""
     n_tiles = tl.cdiv(MOVE.M, BLK_M) * tl.cdiv(MOVE.N, BLK_N)
+    n_mine, first = _my_tiles(n_tiles, MOVE.claim_rotate, cur_rank, world_size, MOVE_FLAGS.OWNED)
     if not MOVE_FLAGS.CLAIM_TILES:
-        for ticket in range(pid, n_tiles, num_programs):
-            tile_id = (ticket + MOVE.claim_rotate) % n_tiles
+        for ticket in range(pid, n_mine, num_programs):
+            tile_id = _tile_of(ticket, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
+                               MOVE_FLAGS.OWNED)
             _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
                        heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
     else:
         ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
-        while ticket < n_tiles:
-            tile_id = (ticket + MOVE.claim_rotate) % n_tiles
+        while ticket < n_mine:
+            tile_id = _tile_of(ticket, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
+                               MOVE_FLAGS.OWNED)
             _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
                        heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
             ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")

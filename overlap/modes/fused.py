@@ -14,7 +14,7 @@ import torch
 import spec
 from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
-from overlap.rates import FUSED_COMM_EFFICIENCY, STEP_US, comm_rate, local_ms, sync_ms
+from overlap.rates import STEP_US, comm_rate, local_ms, sync_ms
 from overlap.step import Step
 
 if TYPE_CHECKING:
@@ -42,15 +42,14 @@ def overlapped_cost(p: Problem, c: Candidate, g: float, fused: bool) -> float:
     """fused / two_streams: communication programs follow the GEMM's tiles; GEMM programs join when done."""
     remote, _ = p.bytes_moved()
     T, G = c.total_sms, c.gemm_sms
-    eff = FUSED_COMM_EFFICIENCY.get(p.algorithm, 1.0) if fused else 1.0
     extra = 0.0 if fused else STEP_US["two_streams"] / 1e3
     base = local_ms(p) + sync_ms(p) + extra
     if p.spec.family.a == "rows":  # the other way round: the GEMM waits for the rows the programs push
-        return max(g, remote / comm_rate(p, T - G, eff)) + g / p.world_size + base
+        return max(g, remote / comm_rate(p, T - G, fused)) + g / p.world_size + base
     plan = c.gemm.plan
     tiles = plan.num_tiles
     first = g / max(1.0, tiles / G)  # the first wave of tiles is ready
-    during = comm_rate(p, T - G, eff) * max(0.0, g - first)
-    rest = max(0.0, remote - during) / comm_rate(p, T, eff)
-    tail = plan.final_tiles() * (remote / max(1, tiles)) / comm_rate(p, T, eff)
+    during = comm_rate(p, T - G, fused) * max(0.0, g - first)
+    rest = max(0.0, remote - during) / comm_rate(p, T, fused)
+    tail = plan.final_tiles() * (remote / max(1, tiles)) / comm_rate(p, T, fused)
     return g + rest + tail + base

@@ -18,7 +18,7 @@ import spec
 from overlap.algorithms import ALGORITHMS
 from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
-from overlap.rates import EPILOGUE_GBS, LINK_GBS, STEP_US, comm_rate, local_ms, sync_ms
+from overlap.rates import STEP_US, comm_rate, link_ms, local_ms, sync_ms
 from overlap.step import Step
 
 if TYPE_CHECKING:
@@ -57,12 +57,14 @@ class FusedSequential(ModeSteps):
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
         remote, local = p.bytes_moved()
         T = c.total_sms
-        if p.algorithm not in EPILOGUE_GBS:  # publish from the epilogue, move after the GEMM work
+        alg = ALGORITHMS[p.algorithm]
+        if alg.push_epilogue is None:  # publish from the epilogue, move after the GEMM work
             return g + remote / comm_rate(p, T) + local_ms(p) + sync_ms(p)
+        assert alg.rates.epilogue_gbs is not None, f"{p.algorithm} pushes from its epilogue: give its rate"
         # each program pushes its own tiles (atomic reductions: into every rank's C, its own included) between tiles
         tiles = c.gemm.plan.num_tiles
-        zeroes = ALGORITHMS[p.algorithm].zeroes_c
+        zeroes = alg.zeroes_c
         per_tile = remote / max(1, tiles) + (local / max(1, tiles) if zeroes else 0.0)
-        stall = -(-tiles // T) * per_tile / (EPILOGUE_GBS[p.algorithm] * 1e6)
+        stall = -(-tiles // T) * per_tile / (alg.rates.epilogue_gbs * 1e6)
         zero = local_ms(p) + STEP_US["launch"] / 1e3 if zeroes else 0.0
-        return max(g + stall, remote / (LINK_GBS[p.algorithm] * 1e6)) + zero + sync_ms(p)
+        return max(g + stall, link_ms(p, remote)) + zero + sync_ms(p)

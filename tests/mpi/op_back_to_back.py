@@ -8,9 +8,18 @@ calls of op() back to back (no host barrier, no synchronisation between them; wi
 op.c is filled with NaN between two steps, which the stream semantics allow). Then C is checked
 against the float64 product on every rank and op.check_errors() is called. The first combination
 also writes new inputs into op.a / op.b and checks that one more step gives the new product (the op
-reads its buffers at every step). One line per combination:
+reads its buffers at every step). The reduce family's algorithms add every rank's partial in rank order, so their
+C must be the same bits on every rank and at every step on the same inputs (BITWISE): C after the first step
+(drained, kept) is compared bit for bit with C after the last one and with every peer's C. One line per
+combination:
 
     OP_B2B_OK <algorithm> <mode> ranks W steps S err E time T s
+
+--rotate: every call takes the next of three pairs of user tensors (contiguous shards of three seeded global
+inputs) and a row of C is copied out on the stream right after it (C read between steps); every copied row is
+checked afterwards against its call's product. --graph (GPU): one step on the first pair captured in a CUDA
+graph, then --steps replays, each after the next pair is copied into the captured tensors and followed by a row
+of C copied out, checked the same way.
 
 Any failure prints "OP_B2B_FAIL <algorithm> <mode> ...: <what>" and exits non-zero.
 """
@@ -31,6 +40,7 @@ from stream_k import KernelConfig
 MODES = tuple(spec.MODES)
 
 ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
+BITWISE = ("all_reduce", "one_shot")  # C the same bits on every rank and in every step on the same inputs
 TOL = 1e-4  # relative Frobenius error for fp32 operands (harness.checks.TOLERANCE["fp32"])
 
 
@@ -93,6 +103,56 @@ def worst_error(shmem, op: OverlapOp, a: torch.Tensor, b: torch.Tensor, what: st
     return errs[worst]
 
 
+def check_same_bits(shmem, op: OverlapOp, first: torch.Tensor, steps: int) -> None:
+    """C after the last step is bit for bit C after the first one, and every rank's C is rank 0's."""
+    last = op.c.cpu().contiguous()
+    diff = int((last.view(torch.int32 if last.element_size() == 4 else torch.int16)
+                != first.cpu().contiguous().view(torch.int32 if last.element_size() == 4 else torch.int16)).sum())
+    assert diff == 0, f"C after step {steps} differs from C after step 1 in {diff} elements (same inputs)"
+    ranks = shmem.allgather(last.numpy().tobytes())
+    other = [r for r, bits in enumerate(ranks) if bits != ranks[0]]
+    assert not other, f"C on rank(s) {other} is not bit for bit rank 0's"
+
+
+def rotating_steps(shmem, op: OverlapOp, args: argparse.Namespace, seed: int, graph: bool) -> float:
+    """--rotate / --graph: steps on three input pairs in rotation, a row of C read after each (see the module
+    docstring); the worst relative error of the rows read, or AssertionError naming the step."""
+    m, n, k = args.m, args.n, args.k
+    sets = [global_inputs(m, n, k, seed + 101 * j, op.device) for j in range(3)]
+    users = [[x.contiguous() for x in shards(op, a, b)] for a, b in sets]
+    rows = op.c.shape[0]
+    seen = torch.empty(args.steps, op.c.shape[1], dtype=op.c.dtype, device=op.device)
+    if graph:
+        captured = [x.clone() for x in users[0]]
+        op(*captured)  # one eager call on the captured tensors (every rank), then the capture
+        sync(op)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            op(*captured)
+        sync(op)
+        shmem.barrier()
+    for i in range(args.steps):
+        pair = users[i % 3]
+        if graph:
+            for dst, src in zip(captured, pair):
+                dst.copy_(src)
+            g.replay()
+        else:
+            op(*pair)
+        seen[i].copy_(op.c[i % rows])
+    sync(op)
+    op.check_errors()
+    refs = [expected(op, a, b) for a, b in sets]
+    worst = 0.0
+    for i in range(args.steps):
+        ref = refs[i % 3][i % rows]
+        err = float(torch.linalg.norm(seen[i].double().cpu() - ref) / max(float(torch.linalg.norm(ref)), 1e-30))
+        assert err == err and err <= TOL, f"{'replay' if graph else 'step'} {i}: row {i % rows} of C has relative " \
+                                          f"error {err:.3g}"
+        worst = max(worst, err)
+    return max(shmem.allgather(worst))
+
+
 def sync(op: OverlapOp) -> None:
     if op.on_gpu:
         torch.cuda.synchronize(op.device)
@@ -109,17 +169,29 @@ def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change
     # when their rows are not 16-element aligned); the calls between use the op's own (padded) buffers
     user = [x.contiguous() for x in shards(op, a, b)] if args.user_tensors else []
     shmem.barrier()  # every rank has built its op (zeroed its heap buffers) before any rank's first step
+    if args.rotate or args.graph:
+        start = time.monotonic()
+        err = rotating_steps(shmem, op, args, seed, graph=args.graph)
+        shmem.barrier()
+        what = "graph_replays" if args.graph else "rotating"
+        return (f"OP_B2B_OK {alg} {mode} ranks {op.world} steps {args.steps} err {err:.2e} {what} "
+                f"time {time.monotonic() - start:.1f} s")
     start = time.monotonic()
     nan = float("nan")
+    first: torch.Tensor | None = None
     for i in range(args.steps):
         if args.poison_between and i:
             op.c.fill_(nan)  # between two steps, on the stream: allowed, the next step rewrites every element
         c = op(*(user if i % 2 == 0 else []))
         assert c is op.c, "op() must return the op's C buffer"
+        if i == 0 and alg in BITWISE:
+            first = op.c.clone()
     sync(op)
     elapsed = time.monotonic() - start
     op.check_errors()
     err = worst_error(shmem, op, a, b, f"C after {args.steps} steps")
+    if first is not None:
+        check_same_bits(shmem, op, first, args.steps)
     if change_inputs and not user:
         a2, b2 = global_inputs(m, n, k, seed + 500, op.device)
         load_inputs(op, a2, b2)
@@ -131,7 +203,8 @@ def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change
         assert stale > 0.1, f"C still matches the old inputs (error {stale:.3g}): the op did not re-read its buffers"
     shmem.barrier()  # no rank frees (resets) its heap while a peer may still touch it
     return (f"OP_B2B_OK {alg} {mode} ranks {op.world} steps {args.steps} err {err:.2e} "
-            f"{'new_inputs ok ' if change_inputs else ''}time {elapsed:.1f} s")
+            f"{'new_inputs ok ' if change_inputs else ''}{'same_bits ' if first is not None else ''}"
+            f"time {elapsed:.1f} s")
 
 
 def main() -> int:
@@ -141,10 +214,14 @@ def main() -> int:
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--poison_between", action="store_true", help="fill op.c with NaN between two steps")
     p.add_argument("--user_tensors", action="store_true", help="pass contiguous shards to every call")
+    p.add_argument("--rotate", action="store_true", help="three user input pairs in rotation, C read between steps")
+    p.add_argument("--graph", action="store_true", help="replay one captured step (GPU), inputs rotated")
     p.add_argument("--m", type=int, default=32)
     p.add_argument("--n", type=int, default=32)
     p.add_argument("--k", type=int, default=32)
     args = p.parse_args()
+    if args.graph and not torch.cuda.is_available():
+        p.error("--graph: CUDA graphs need a GPU")
     algorithms = [x for x in args.algorithms.split(",") if x]
     modes = [x for x in args.modes.split(",") if x]
     for x in algorithms:

@@ -22,7 +22,14 @@ class KnownIssue:
     shared_bytes: int = 0  # shared memory allowed although it exceeds what a program may have (cannot launch)
 
 
-KNOWN_ISSUES: tuple[KnownIssue, ...] = ()  # none: every default build fits with the Triton CI installs
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    # The separate communication kernel of the reduce family holds 32-64 registers on sm_100, where ptxas keeps a
+    # word or two of a sub-tile's addresses on the stack rather than take more registers (it does so at any
+    # -maxrregcount): a few bytes a sub-tile beside the 16-32 KiB it moves.
+    KnownIssue("sm100", r"(all_reduce|one_shot) (bulk_sync|two_streams) world[48] bf16",
+               "ptxas spills a few bytes of the reduce family's separate communication kernel to hold its occupancy",
+               spill_bytes=16),
+)
 
 
 def known_issue(target: str, config: str, spill_bytes: int, shared_bytes: int) -> KnownIssue | None:
