@@ -237,6 +237,51 @@ def notify_add(flag_ptr, inc, from_rank, to_rank, heap_bases, scope: tl.constexp
 
 
 @triton.jit
+def fence_sys():
+    """NVIDIA: `fence.acq_rel.sys`, this thread's earlier accesses ordered before its later ones at system scope
+    (what a release atomic does before its write, once, for several relaxed writes that follow). Elsewhere and in
+    the interpreter nothing: callers release each write there (notify_ranks)."""
+    if _ARCH == 1:
+        tl.inline_asm_elementwise("fence.acq_rel.sys; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
+                                  pack=1)
+
+
+@triton.jit
+def notify_ranks(flag_ptr, value, cur_rank, heap_bases, world_size, FIRST: tl.constexpr):
+    """Publish `value` in the flag of ranks (cur_rank + i) % world_size for i = FIRST .. world_size - 1 (FIRST 0:
+    every rank, this one included; 1: the peers) with release semantics at system scope: everything this program
+    stored before the call is visible to a reader that sees `value`. NVIDIA: one system-scope fence, then relaxed
+    writes (a release atomic per rank would fence once per rank); elsewhere a release atomic per rank."""
+    tl.debug_barrier()
+    if _ARCH == 1:
+        fence_sys()
+        for i in range(FIRST, world_size):
+            ptr = translate(flag_ptr, cur_rank, (cur_rank + i) % world_size, heap_bases)
+            tl.atomic_xchg(ptr, value, sem="relaxed", scope="sys")
+    else:
+        for i in range(FIRST, world_size):
+            ptr = translate(flag_ptr, cur_rank, (cur_rank + i) % world_size, heap_bases)
+            tl.atomic_xchg(ptr, value, sem="release", scope="sys")
+
+
+@triton.jit
+def count_release(counter_ptr, SYS: tl.constexpr):
+    """Add 1 to a counter in this GPU's memory (acquire and release) and return its old value. SYS: the program
+    also wrote to peers, and those writes are released with it at system scope (NVIDIA: one system-scope fence,
+    then the counter at GPU scope, so programs counting together do not serialise on system-scope atomics;
+    elsewhere the atomic itself at system scope)."""
+    if SYS:
+        if _ARCH == 1:
+            fence_sys()
+            n = tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="gpu")
+        else:
+            n = tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="sys")
+    else:
+        n = tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="gpu")
+    return n
+
+
+@triton.jit
 def _acquire_load(ptr, scope: tl.constexpr):
     if _ARCH == 1:
         if scope == "gpu":

@@ -55,7 +55,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.device import ERR_PEER_READY, notify, record_error_all, wait_local_or_error
+from iris_ops.device import ERR_PEER_READY, count_release, notify_ranks, record_error_all, wait_local_or_error
 from overlap.algorithms.all_gather_gemm import gather_program
 from overlap.communication.comm_loop import comm_program
 from stream_k.kernel import streamk_program
@@ -89,8 +89,7 @@ def _step_epoch(CTRL):
 @triton.jit
 def _announce(CTRL, e, heap_bases, cur_rank, world_size: tl.constexpr):
     """ARRIVED[cur_rank] = e on every rank (release, system scope): peers may write into this rank's C."""
-    for p in range(0, world_size):
-        notify(CTRL + _PEERS + cur_rank, e, cur_rank, p, heap_bases, "sys")
+    notify_ranks(CTRL + _PEERS + cur_rank, e, cur_rank, heap_bases, world_size, 0)
 
 
 @triton.jit
@@ -138,15 +137,10 @@ def _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, wor
             PEER_SYNC: tl.constexpr, SYS: tl.constexpr):
     """Count this program finished; the step's last program closes the step (see the module docstring)."""
     tl.debug_barrier()
-    if SYS:
-        n = tl.atomic_add(CTRL + _FINISHED, 1, sem="acq_rel", scope="sys")
-    else:
-        n = tl.atomic_add(CTRL + _FINISHED, 1, sem="acq_rel", scope="gpu")
+    n = count_release(CTRL + _FINISHED, SYS)  # SYS: its writes to peers are covered by the DONE release below
     if n == step_programs - 1:
         if PEER_SYNC:
-            for i in range(1, world_size):
-                notify(CTRL + _PEERS + world_size + cur_rank, e, cur_rank, (cur_rank + i) % world_size, heap_bases,
-                       "sys")
+            notify_ranks(CTRL + _PEERS + world_size + cur_rank, e, cur_rank, heap_bases, world_size, 1)
             for i in range(1, world_size):
                 p = (cur_rank + i) % world_size
                 if not wait_local_or_error(CTRL + _PEERS + world_size + p, e, max_spins, ERRORS, "sys"):

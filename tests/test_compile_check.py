@@ -225,7 +225,11 @@ def test_failure_rules(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_known_issues_name_the_op_alone_with_a_reason_and_a_bound() -> None:
     """The real list: every entry has a target of the check, a reason and a bound; the GEMM's own defaults have
     none (they must not spill at all), nor has AMD."""
-    assert all(k.target in TARGETS and k.why and (k.spill_bytes or k.shared_bytes) for k in KNOWN_ISSUES)
+    import re
+
+    assert all(any(re.fullmatch(k.target, t) for t in TARGETS) and k.why and (k.spill_bytes or k.shared_bytes)
+               for k in KNOWN_ISSUES)
     for dtype in ("bf16", "fp16", "fp32", "int8"):
         assert known_issue("sm90", f"{dtype} 128x128x32/s4/w8 r1 ragged_k unaligned NK%16", 1, 0) is None
-    assert not any(k.target.startswith("gfx") for k in KNOWN_ISSUES)
+    assert not any(re.fullmatch(k.target, t) for k in KNOWN_ISSUES for t in TARGETS if t.startswith("gfx"))
+    assert all(k.spill_bytes <= 24 for k in KNOWN_ISSUES)  # a few words, never a tile's worth

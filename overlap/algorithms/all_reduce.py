@@ -27,19 +27,19 @@ from overlap.communication.comm_loop import owner_of, rank_order_sum, subtile_of
 
 
 @triton.jit
-def reduce_to_all_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
+def reduce_to_all_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
-    """Owned tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into every rank's C."""
-    for sm in range(BLK_M // CTM):  # a loop, not unrolled: one sub-tile's loads in flight at a time
-        for sn in tl.static_range(BLK_N // CTN):
-            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
-            acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
-                                 heap_bases, cur_rank, world_size)
-            vals = acc.to(MOVE.DST.dtype.element_ty)
-            offs = rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
-            for i in range(1, world_size + 1):  # the peers first, this rank's own C last
-                peer = (cur_rank + i) % world_size
-                tl.store(translate(MOVE.DST, cur_rank, peer, heap_bases) + offs, vals, mask=mask)
+    """Piece sm of owned tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into every rank's
+    C."""
+    for sn in tl.static_range(BLK_N // CTN):
+        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+        acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
+                             heap_bases, cur_rank, world_size)
+        vals = acc.to(MOVE.DST.dtype.element_ty)
+        offs = rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
+        for i in range(1, world_size + 1):  # the peers first, this rank's own C last
+            peer = (cur_rank + i) % world_size
+            tl.store(translate(MOVE.DST, cur_rank, peer, heap_bases) + offs, vals, mask=mask)
 
 
 @triton.jit
@@ -63,8 +63,8 @@ RECORD = Algorithm(
     spec.ALGORITHMS["all_reduce"], reduce_to_all_tile, signal_owner_epilogue, None,
     ready_from_every_rank=True, writes_peers=True, zeroes_c=False, partial_buffer=True, owns_tiles=True,
     comm_tile_rows=rows_for_loads_in_flight,
-    # Per program: W loads of a sub-tile in flight, then W stores (first estimate from one_shot's reads and
-    # all_scatter's stores on 2 x H200); per rank: what one direction of its links carries (reads of its peers'
-    # partials plus the peers' stores into its C come in; the same amount goes out).
-    rates=Rates(per_program_gbs=18.0, link_gbs=330.0),
+    # Its communication alone on 4 x H100 (tools.comm_bench, results/README.md): |C| of 64 MiB to 1 GiB at
+    # 288-321 GB/s of bus bandwidth (= the bytes each rank moves over its links, its reads and stores, per second)
+    # on 32 to 128 programs, 32 programs as fast as 128 from 64 MiB on.
+    rates=Rates(per_program_gbs=10.0, link_gbs=310.0),
 )

@@ -17,16 +17,15 @@ from stream_k.kernel import store_and_signal
 
 
 @triton.jit
-def all_scatter_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
+def all_scatter_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
                      BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
-    for sm in tl.static_range(BLK_M // CTM):
-        for sn in tl.static_range(BLK_N // CTN):
-            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
-            vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
-            offs = rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
-            for i in range(1, world_size):
-                peer = (cur_rank + i) % world_size
-                tl.store(translate(MOVE.DST, cur_rank, peer, heap_bases) + offs, vals, mask=mask)
+    for sn in tl.static_range(BLK_N // CTN):
+        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+        vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
+        offs = rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
+        for i in range(1, world_size):
+            peer = (cur_rank + i) % world_size
+            tl.store(translate(MOVE.DST, cur_rank, peer, heap_bases) + offs, vals, mask=mask)
 
 
 @triton.jit

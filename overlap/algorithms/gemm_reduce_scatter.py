@@ -36,16 +36,15 @@ def _add_rows_to_owners(vals, rm, lo, hi, rn, mask, M, DST, stride_dm, stride_dn
 
 
 @triton.jit
-def reduce_scatter_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
+def reduce_scatter_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
                         BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
-    for sm in tl.static_range(BLK_M // CTM):
-        for sn in tl.static_range(BLK_N // CTN):
-            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
-            vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
-            lo = tl.min(rm, axis=0)
-            hi = tl.max(tl.where(rm < MOVE.M, rm, -1), axis=0)
-            _add_rows_to_owners(vals, rm, lo, hi, rn, mask, MOVE.M, MOVE.DST, MOVE.stride_dm, MOVE.stride_dn,
-                                heap_bases, cur_rank, world_size)
+    for sn in tl.static_range(BLK_N // CTN):
+        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+        vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
+        lo = tl.min(rm, axis=0)
+        hi = tl.max(tl.where(rm < MOVE.M, rm, -1), axis=0)
+        _add_rows_to_owners(vals, rm, lo, hi, rn, mask, MOVE.M, MOVE.DST, MOVE.stride_dm, MOVE.stride_dn,
+                            heap_bases, cur_rank, world_size)
 
 
 @triton.jit

@@ -17,43 +17,39 @@ import triton
 import triton.language as tl
 
 import spec
-from iris_ops.device import opaque, translate
+from iris_ops.device import notify_ranks, opaque
 from overlap.algorithms.record import Algorithm, Rates, rows_for_loads_in_flight
 from overlap.communication.comm_loop import rank_order_sum, subtile_offsets
 
 
 @triton.jit
-def one_shot_tile(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size,
+def one_shot_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
                   BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
-    """Tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into this rank's C."""
+    """Piece sm of tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into this rank's C."""
     # This rank's heap base address and its peers, computed here from the rank: where GEMM programs join the
     # communication, the compiler would otherwise share them with the publish epilogue's equal values and keep
     # those in registers across the GEMM, where sm_90's 128x256 tile leaves none to spare.
     cur_rank = opaque(cur_rank)
-    for sm in range(BLK_M // CTM):  # a loop, not unrolled: one sub-tile's loads in flight at a time
-        for sn in tl.static_range(BLK_N // CTN):
-            rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
-            acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
-                                 heap_bases, cur_rank, world_size)
-            tl.store(MOVE.DST + rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn,
-                     acc.to(MOVE.DST.dtype.element_ty), mask=mask)
+    for sn in tl.static_range(BLK_N // CTN):
+        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+        acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
+                             heap_bases, cur_rank, world_size)
+        tl.store(MOVE.DST + rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn,
+                 acc.to(MOVE.DST.dtype.element_ty), mask=mask)
 
 
 @triton.jit
 def one_shot_publish_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
                               heap_bases, cur_rank, world_size):
     """Store the partial tile locally, then mark it ready on every rank (TILE_FLAGS[cur_rank, tile_id] =
-    epoch): a release at system scope for each peer, at GPU scope for this rank's own word (its readers
-    are on this GPU, and a system-scope release, a fence the GPU must clear with its peers, is the
-    expensive part of the epilogue)."""
+    epoch): released at system scope for the peers (iris_ops.notify_ranks: one system-scope fence for all of
+    them, the expensive part of the epilogue), at GPU scope for this rank's own word (its readers are on this
+    GPU)."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
-    tl.debug_barrier()
     n_tiles = tl.cdiv(M, acc.shape[0]) * tl.cdiv(N, acc.shape[1])
     flag = TILE_FLAGS + cur_rank * n_tiles + tile_id
-    for i in range(1, world_size):
-        peer = (cur_rank + i) % world_size
-        tl.atomic_xchg(translate(flag, cur_rank, peer, heap_bases), epoch, sem="release", scope="sys")
+    notify_ranks(flag, epoch, cur_rank, heap_bases, world_size, 1)
     tl.atomic_xchg(flag, epoch, sem="release", scope="gpu")
 
 
@@ -61,7 +57,7 @@ RECORD = Algorithm(
     spec.ALGORITHMS["one_shot"], one_shot_tile, one_shot_publish_epilogue, None,
     ready_from_every_rank=True, writes_peers=False, zeroes_c=False, partial_buffer=True,
     comm_tile_rows=rows_for_loads_in_flight,
-    # reads of remote tiles: its communication alone on 14 programs moved a 4864 x 4096 bf16 partial in 0.176 ms
-    # on 2 x H200 (~16 GB/s per program); inside the fused kernel ~10% slower than in a kernel of its own
-    rates=Rates(per_program_gbs=16.0, link_gbs=300.0, fused_efficiency=0.7),
+    # reads of remote tiles: alone on 4 x H100 (tools.comm_bench) 286-325 GB/s of reads on 32-128 programs for
+    # |C| of 64 MiB to 1 GiB; inside the fused kernel ~10% slower than in a kernel of its own (2 x H200)
+    rates=Rates(per_program_gbs=10.0, link_gbs=310.0, fused_efficiency=0.9),
 )

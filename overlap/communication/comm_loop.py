@@ -8,14 +8,15 @@ GEMM finishes together, belong to different ranks), a rank takes only its own ti
 It waits with acquire loads until the tile's ready words reach the step's epoch `e` (READY_SOURCES words
 per tile: one for a tile this rank's GEMM makes, one per rank for a reduction, whose tile needs every rank's
 partial; 0 for communication timed alone, with every tile taken as ready), then calls the
-algorithm's TILE_FN on it. A wait that times out records the error on every rank (iris_ops.error_state)
+algorithm's TILE_FN on one piece of it (CTM of its rows: a ticket is a piece, so a few tiles still spread
+over many programs). A wait that times out records the error on every rank (iris_ops.error_state)
 and moves on, so a lost flag fails the step everywhere instead of hanging it.
 
-TILE_FN(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
-moves the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC into MOVE.DST (overlap.kernel_args.Move) in sub-tiles of
-CTM x CTN. `rank_order_sum` is the reduction the reduce family's movers share: every rank's copy of a
-sub-tile, loaded together and added in rank order 0, 1, ..., W-1, so the sum is the same bits on every
-rank and in every run.
+TILE_FN(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+moves piece sm of the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC, its rows sm*CTM .. sm*CTM + CTM - 1, into
+MOVE.DST (overlap.kernel_args.Move), in sub-tiles of CTM x CTN. `rank_order_sum` is the reduction the
+reduce family's movers share: every rank's copy of a sub-tile, loaded together and added in rank order 0, 1,
+..., W-1, so the sum is the same bits on every rank and in every run.
 """
 
 from __future__ import annotations
@@ -30,32 +31,39 @@ _ERR_TILE: tl.constexpr = tl.constexpr(ERR_TILE_READY)
 
 
 @triton.jit
-def _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, max_spins, ERRORS, COMM_TRACE,
-               CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-               GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
-    """Wait until tile_id is ready (each of its READY_SOURCES words >= e), move it with TILE_FN, log it."""
+def _move_piece(tile_id, sm, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, max_spins, ERRORS,
+                COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
+                GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
+    """Piece sm (rows sm*CTM .. of the tile) of tile_id: wait until the tile is ready (each of its READY_SOURCES
+    words >= e), move the piece with TILE_FN, log it (the tile's trace row: its first piece's wait and ready times,
+    its last piece's end and program). A piece past M has nothing to move."""
+    CTM: tl.constexpr = MOVE_FLAGS.CTM
+    PIECES: tl.constexpr = BLK_M // CTM
     READY_SOURCES: tl.constexpr = MOVE_FLAGS.READY_SOURCES
-    if COMM_TRACE is not None:
-        t_wait = read_timer(CLOCK, TIMER)
-    for s in tl.static_range(READY_SOURCES):
-        if MOVE_FLAGS.READY_SYS:
-            ok = wait_local_or_error(MOVE.READY + s * n_tiles + tile_id, e, max_spins, ERRORS, "sys")
-        else:
-            ok = wait_local_or_error(MOVE.READY + s * n_tiles + tile_id, e, max_spins, ERRORS, "gpu")
-        if not ok:
-            record_error_all(ERRORS, _ERR_TILE.value, tile_id, cur_rank, heap_bases, world_size)
-    if COMM_TRACE is not None:
-        t_ready = read_timer(CLOCK, TIMER)
     pid_m, pid_n = tile_coords(tile_id, MOVE.M, MOVE.N, BLK_M, BLK_N, GSIZE_M)
-    TILE_FN(pid_m, pid_n, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, MOVE_FLAGS.CTM, MOVE_FLAGS.CTN)
-    if COMM_TRACE is not None:
-        t_done = read_timer(CLOCK, TIMER)
-        row = COMM_TRACE + tile_id * 5
-        tl.store(row + 0, t_wait)
-        tl.store(row + 1, t_ready)
-        tl.store(row + 2, t_ready)
-        tl.store(row + 3, t_done)
-        tl.store(row + 4, trace_pid.to(tl.int64))
+    if pid_m * BLK_M + sm * CTM < MOVE.M:
+        if COMM_TRACE is not None:
+            t_wait = read_timer(CLOCK, TIMER)
+        for s in tl.static_range(READY_SOURCES):
+            if MOVE_FLAGS.READY_SYS:
+                ok = wait_local_or_error(MOVE.READY + s * n_tiles + tile_id, e, max_spins, ERRORS, "sys")
+            else:
+                ok = wait_local_or_error(MOVE.READY + s * n_tiles + tile_id, e, max_spins, ERRORS, "gpu")
+            if not ok:
+                record_error_all(ERRORS, _ERR_TILE.value, tile_id, cur_rank, heap_bases, world_size)
+        if COMM_TRACE is not None:
+            t_ready = read_timer(CLOCK, TIMER)
+        TILE_FN(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, MOVE_FLAGS.CTN)
+        if COMM_TRACE is not None:
+            row = COMM_TRACE + tile_id * 5
+            if sm == 0:
+                tl.store(row + 0, t_wait)
+                tl.store(row + 1, t_ready)
+                tl.store(row + 2, t_ready)
+            last = tl.minimum(PIECES, tl.cdiv(MOVE.M - pid_m * BLK_M, CTM)) - 1
+            if sm == last:
+                tl.store(row + 3, read_timer(CLOCK, TIMER))
+                tl.store(row + 4, trace_pid.to(tl.int64))
 
 
 @triton.jit
@@ -100,27 +108,38 @@ def rank_order_sum(SRC, offs, mask, heap_bases, cur_rank, world_size: tl.constex
 def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, CLAIM, max_spins, ERRORS,
                  COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
                  GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
-    """Move tiles until none is left. Without CLAIM_TILES: tiles pid, pid + num_programs, ... (static).
-    With CLAIM_TILES, CLAIM is a counter (zero when the step starts; the step's last program resets it): take the
-    next tile in tile order with an atomic ticket, so that programs that join late (GEMM programs done with their
-    own work) share the tail. Ticket t is tile (t + claim_rotate) % n_tiles: the order the GEMM completes tiles
-    in (a GEMM that runs its Stream-K tiles, the last ones, first passes the first of them)."""
+    """Move this rank's tiles until none is left, a piece (CTM rows of a tile) at a time, so that a few tiles
+    still spread over many programs. Without CLAIM_TILES: pieces pid, pid + num_programs, ... (static). With
+    CLAIM_TILES, CLAIM is a counter (zero when the step starts; the step's last program resets it): take the next
+    piece in tile order with an atomic ticket, so that programs that join late (GEMM programs done with their own
+    work) share the tail. Tickets follow the order the GEMM completes tiles in, from tile claim_rotate (a GEMM that
+    runs its Stream-K tiles, the last ones, first passes the first of them); a tile's pieces are consecutive."""
+    PIECES: tl.constexpr = BLK_M // MOVE_FLAGS.CTM
     n_tiles = tl.cdiv(MOVE.M, BLK_M) * tl.cdiv(MOVE.N, BLK_N)
     n_mine, first = _my_tiles(n_tiles, MOVE.claim_rotate, cur_rank, world_size, MOVE_FLAGS.OWNED)
     if not MOVE_FLAGS.CLAIM_TILES:
-        for ticket in range(pid, n_mine, num_programs):
-            tile_id = _tile_of(ticket, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
-                               MOVE_FLAGS.OWNED)
-            _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
-                       heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
+        for ticket in range(pid, n_mine * PIECES.value, num_programs):
+            _move_ticket(ticket, n_tiles, n_mine, first, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS,
+                         COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
     else:
         ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
-        while ticket < n_mine:
-            tile_id = _tile_of(ticket, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
-                               MOVE_FLAGS.OWNED)
-            _move_tile(tile_id, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS, COMM_TRACE, CLOCK,
-                       heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
+        while ticket < n_mine * PIECES.value:
+            _move_ticket(ticket, n_tiles, n_mine, first, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS,
+                         COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
             ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _move_ticket(ticket, n_tiles, n_mine, first, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, max_spins,
+                 ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr,
+                 BLK_N: tl.constexpr, GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
+    """The piece of a ticket: ticket // PIECES names this rank's tile (in the GEMM's order), ticket % PIECES the
+    piece."""
+    PIECES: tl.constexpr = BLK_M // MOVE_FLAGS.CTM
+    tile_id = _tile_of(ticket // PIECES.value, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
+                       MOVE_FLAGS.OWNED)
+    _move_piece(tile_id, ticket % PIECES.value, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS,
+                COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
 
 
 @triton.jit
