@@ -51,6 +51,7 @@ class Move(NamedTuple):
     claim_rotate: int  # ticket t is tile (t + claim_rotate) % tiles: the order the GEMM completes them in
     zero_programs: int  # with ZERO_C: the programs that zero a slice of C each
     c_elems: int  # elements of C's storage (padded rows included) to zero
+    span: int  # pieces (CTM rows) of a tile one ticket moves: the whole tile, or 1 where tiles are few
 
 
 class MoveFlags(NamedTuple):

@@ -37,6 +37,14 @@ from stream_k.launch import BoundLaunch
 from stream_k.select import GemmChoice, choose_gemm
 
 
+def ticket_span(tiles: int, owners: int, pieces: int, programs: int) -> int:
+    """Pieces of a tile one communication ticket moves (overlap.communication.comm_loop): the whole tile (one wait
+    for its ready words) where each program gets two tiles or more, else one piece, so that few tiles still spread
+    over the programs (the GEMM programs that join later share the same tickets)."""
+    mine = -(-tiles // owners)
+    return pieces if mine >= 2 * max(1, programs) else 1
+
+
 class Parts:
     """One op's launch builders (see the module docstring)."""
 
@@ -96,7 +104,9 @@ class Parts:
         if alg.zeroes_c and bufs.heap_c.numel() >= 2**31:
             raise ValueError("in-kernel zeroing needs a C of fewer than 2**31 elements (padded rows included)")
         move = Move(src, src.stride(0), src.stride(1), dst, dst.stride(0), dst.stride(1), bufs.ready, cfg.m,
-                    src.shape[1], gemm.plan.dp_tiles if cfg.sk_first else 0, zero, bufs.heap_c.numel())
+                    src.shape[1], gemm.plan.dp_tiles if cfg.sk_first else 0, zero, bufs.heap_c.numel(),
+                    ticket_span(bufs.tiles, self.world if alg.owns_tiles else 1, gemm.plan.BLK_M // cfg.comm_tile_m,
+                                programs))
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
                            READY_SOURCES=alg.ready_sources(self.world) if wait_ready else 0,
                            CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles)

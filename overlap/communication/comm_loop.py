@@ -8,9 +8,9 @@ GEMM finishes together, belong to different ranks), a rank takes only its own ti
 It waits with acquire loads until the tile's ready words reach the step's epoch `e` (READY_SOURCES words
 per tile: one for a tile this rank's GEMM makes, one per rank for a reduction, whose tile needs every rank's
 partial; 0 for communication timed alone, with every tile taken as ready), then calls the
-algorithm's TILE_FN on one piece of it (CTM of its rows: a ticket is a piece, so a few tiles still spread
-over many programs). A wait that times out records the error on every rank (iris_ops.error_state)
-and moves on, so a lost flag fails the step everywhere instead of hanging it.
+algorithm's TILE_FN on each piece (CTM rows) of it that the ticket holds: the whole tile, or one piece where
+tiles are few, so that they still spread over many programs. A wait that times out records the error on every
+rank (iris_ops.error_state) and moves on, so a lost flag fails the step everywhere instead of hanging it.
 
 TILE_FN(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
 moves piece sm of the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC, its rows sm*CTM .. sm*CTM + CTM - 1, into
@@ -31,17 +31,19 @@ _ERR_TILE: tl.constexpr = tl.constexpr(ERR_TILE_READY)
 
 
 @triton.jit
-def _move_piece(tile_id, sm, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, max_spins, ERRORS,
-                COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-                GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
-    """Piece sm (rows sm*CTM .. of the tile) of tile_id: wait until the tile is ready (each of its READY_SOURCES
-    words >= e), move the piece with TILE_FN, log it (the tile's trace row: its first piece's wait and ready times,
-    its last piece's end and program). A piece past M has nothing to move."""
+def _move_pieces(tile_id, sm0, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, max_spins, ERRORS,
+                 COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
+                 GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
+    """Pieces sm0 .. sm0 + MOVE.span - 1 (CTM rows each) of tile_id: wait until the tile is ready (each of its
+    READY_SOURCES words >= e), move the pieces with TILE_FN, log them (the tile's trace row: its first piece's wait
+    and ready times, its last piece's end and program). Pieces past M have nothing to move."""
     CTM: tl.constexpr = MOVE_FLAGS.CTM
     PIECES: tl.constexpr = BLK_M // CTM
     READY_SOURCES: tl.constexpr = MOVE_FLAGS.READY_SOURCES
     pid_m, pid_n = tile_coords(tile_id, MOVE.M, MOVE.N, BLK_M, BLK_N, GSIZE_M)
-    if pid_m * BLK_M + sm * CTM < MOVE.M:
+    held = tl.minimum(PIECES, tl.cdiv(MOVE.M - pid_m * BLK_M, CTM))  # pieces of the tile inside M
+    end = tl.minimum(sm0 + MOVE.span, held)
+    if sm0 < end:
         if COMM_TRACE is not None:
             t_wait = read_timer(CLOCK, TIMER)
         for s in tl.static_range(READY_SOURCES):
@@ -53,15 +55,15 @@ def _move_piece(tile_id, sm, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.c
                 record_error_all(ERRORS, _ERR_TILE.value, tile_id, cur_rank, heap_bases, world_size)
         if COMM_TRACE is not None:
             t_ready = read_timer(CLOCK, TIMER)
-        TILE_FN(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, MOVE_FLAGS.CTN)
+        for sm in range(sm0, end):
+            TILE_FN(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, MOVE_FLAGS.CTN)
         if COMM_TRACE is not None:
             row = COMM_TRACE + tile_id * 5
-            if sm == 0:
+            if sm0 == 0:
                 tl.store(row + 0, t_wait)
                 tl.store(row + 1, t_ready)
                 tl.store(row + 2, t_ready)
-            last = tl.minimum(PIECES, tl.cdiv(MOVE.M - pid_m * BLK_M, CTM)) - 1
-            if sm == last:
+            if end == held:
                 tl.store(row + 3, read_timer(CLOCK, TIMER))
                 tl.store(row + 4, trace_pid.to(tl.int64))
 
@@ -108,38 +110,33 @@ def rank_order_sum(SRC, offs, mask, heap_bases, cur_rank, world_size: tl.constex
 def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, CLAIM, max_spins, ERRORS,
                  COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
                  GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
-    """Move this rank's tiles until none is left, a piece (CTM rows of a tile) at a time, so that a few tiles
-    still spread over many programs. Without CLAIM_TILES: pieces pid, pid + num_programs, ... (static). With
-    CLAIM_TILES, CLAIM is a counter (zero when the step starts; the step's last program resets it): take the next
-    piece in tile order with an atomic ticket, so that programs that join late (GEMM programs done with their own
-    work) share the tail. Tickets follow the order the GEMM completes tiles in, from tile claim_rotate (a GEMM that
-    runs its Stream-K tiles, the last ones, first passes the first of them); a tile's pieces are consecutive."""
+    """Move this rank's tiles until none is left, MOVE.span pieces (CTM rows each) a ticket: the whole tile, or
+    one piece where tiles are few, so that they still spread over many programs (overlap.parts.ticket_span).
+    Without CLAIM_TILES: tickets pid, pid + num_programs, ... (static). With CLAIM_TILES, CLAIM is a counter (zero
+    when the step starts; the step's last program resets it): take the next ticket with an atomic, so that programs
+    that join late (GEMM programs done with their own work) share the tail. Tickets follow the order the GEMM
+    completes tiles in, from tile claim_rotate (a GEMM that runs its Stream-K tiles, the last ones, first passes
+    the first of them); a tile's tickets are consecutive."""
     PIECES: tl.constexpr = BLK_M // MOVE_FLAGS.CTM
+    groups = PIECES // MOVE.span  # tickets per tile
     n_tiles = tl.cdiv(MOVE.M, BLK_M) * tl.cdiv(MOVE.N, BLK_N)
     n_mine, first = _my_tiles(n_tiles, MOVE.claim_rotate, cur_rank, world_size, MOVE_FLAGS.OWNED)
     if not MOVE_FLAGS.CLAIM_TILES:
-        for ticket in range(pid, n_mine * PIECES.value, num_programs):
-            _move_ticket(ticket, n_tiles, n_mine, first, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS,
-                         COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
+        for ticket in range(pid, n_mine * groups, num_programs):
+            tile_id = _tile_of(ticket // groups, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
+                               MOVE_FLAGS.OWNED)
+            _move_pieces(tile_id, (ticket % groups) * MOVE.span, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e,
+                         max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N,
+                         GSIZE_M, TIMER)
     else:
         ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
-        while ticket < n_mine * PIECES.value:
-            _move_ticket(ticket, n_tiles, n_mine, first, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS,
-                         COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
+        while ticket < n_mine * groups:
+            tile_id = _tile_of(ticket // groups, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
+                               MOVE_FLAGS.OWNED)
+            _move_pieces(tile_id, (ticket % groups) * MOVE.span, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e,
+                         max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N,
+                         GSIZE_M, TIMER)
             ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
-
-
-@triton.jit
-def _move_ticket(ticket, n_tiles, n_mine, first, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, max_spins,
-                 ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr,
-                 BLK_N: tl.constexpr, GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
-    """The piece of a ticket: ticket // PIECES names this rank's tile (in the GEMM's order), ticket % PIECES the
-    piece."""
-    PIECES: tl.constexpr = BLK_M // MOVE_FLAGS.CTM
-    tile_id = _tile_of(ticket // PIECES.value, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
-                       MOVE_FLAGS.OWNED)
-    _move_piece(tile_id, ticket % PIECES.value, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, max_spins, ERRORS,
-                COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
 
 
 @triton.jit

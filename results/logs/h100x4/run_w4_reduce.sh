@@ -3,6 +3,7 @@
 # few sizes at W=2), then all_reduce and one_shot validated and timed at W=4 in each streaming mode and auto,
 # beside their equal-output peers (cuBLAS + NCCL all_reduce, torch symm-mem one-shot / two-shot) at SHAPES.
 # Usage on the device: STREAMK_PGAS_COMMIT=<sha> SHAPES="8192x8192x8192 ..." bash results/logs/h100x4/run_w4_reduce.sh
+# (COMM=0: no comm bench; NP_GRID=2: the cells at W=2; TESTS="expr": tests/test_op.py -k expr on the GPUs last).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/tcache WORK=/tmp/work
@@ -16,9 +17,12 @@ if [ "${COMM:-1}" = 1 ]; then
   cp $WORK/comm_w4.png $WORK/comm_w4.csv $OUT/ 2>/dev/null
 fi
 for s in ${SHAPES:-8192x8192x8192}; do
-  NP=4 TAG=w4 ALGORITHMS=all_reduce,one_shot MODES=${MODES:-auto,fused,two_streams,fused_sequential} ITERS=20 \
+  NP=${NP_GRID:-4} TAG=w${NP_GRID:-4} ALGORITHMS=all_reduce,one_shot MODES=${MODES:-auto,fused,two_streams,fused_sequential} ITERS=20 \
     WARMUP=5 OVERLAP_TIMEOUT=${OVERLAP_TIMEOUT:-200} BENCH_ARGS="--timeout_s 5" SHOW=12 overlap $s
-  NP=4 COLLECTIVE=one_shot REF_TIMEOUT=100 ITERS=20 WARMUP=5 reference $s
+  NP=${NP_GRID:-4} COLLECTIVE=one_shot REF_TAG=reference_w${NP_GRID:-4} REF_TIMEOUT=100 ITERS=20 WARMUP=5 reference $s
 done
+if [ -n "${TESTS:-}" ]; then  # GPU tests at the end (TESTS: pytest's -k expression)
+  TESTS_TIMEOUT=${TESTS_TIMEOUT:-240} gpu_tests tests/test_op.py -k "$TESTS"
+fi
 finish > /dev/null
 tail -n 40 $WORK/summary.txt
