@@ -54,6 +54,9 @@ class Parts:
         self.cfg, self.alg, self.bufs, self.target = cfg, alg, bufs, target
         self.rank, self.world, self.heap_bases, self.device = rank, world, heap_bases, device
         self.main_programs = spec.MODES[cfg.mode].gemm_programs(cfg.total_sms, cfg.gemm_sms, world)
+        # the programs that move tiles in a step (its communication programs, else its GEMM programs, which join):
+        # every launch of the step cuts tickets the same way for them, since they share the tickets
+        self.movers = spec.MODES[cfg.mode].comm_programs(cfg.total_sms, cfg.gemm_sms, world) or self.main_programs
         self._gemms: dict[int, StreamKGemm] = {}
         self._engine: Any = None
 
@@ -106,7 +109,7 @@ class Parts:
         move = Move(src, src.stride(0), src.stride(1), dst, dst.stride(0), dst.stride(1), bufs.ready, cfg.m,
                     src.shape[1], gemm.plan.dp_tiles if cfg.sk_first else 0, zero, bufs.heap_c.numel(),
                     ticket_span(bufs.tiles, self.world if alg.owns_tiles else 1, gemm.plan.BLK_M // cfg.comm_tile_m,
-                                programs))
+                                self.movers))
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
                            READY_SOURCES=alg.ready_sources(self.world) if wait_ready else 0,
                            CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles)

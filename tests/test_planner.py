@@ -205,3 +205,29 @@ def test_a_file_that_is_not_a_tuning_cache_is_refused(private_cache: Path, text:
 def test_a_tuning_cache_that_is_a_folder_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=f"^--tuning_cache: cannot read {tmp_path} "):
         parse_config([*shape_flags("one_shot", 4864, 4096, 8256), "--tuning_cache", str(tmp_path)], H200, 2)
+
+
+@pytest.mark.parametrize("shape", [(512, 8192, 8192), (8192, 8192, 8192)])
+def test_every_launch_of_a_step_cuts_the_same_tickets(shape: tuple[int, int, int]) -> None:
+    """The kernels of one step share the communication tickets (two_streams: the GEMM kernel's joining programs and
+    the communication kernel): all of them must cut a tile into the same pieces per ticket (Move.span), or pieces
+    go unmoved. On an H100 at 4 ranks, where the span is one piece at 512 x 8192 x 8192 and the whole tile at
+    8192^3."""
+    from overlap.listing import every_mode, op_launches
+
+    h100 = spec.KNOWN_TARGETS["h100"]
+    spans = {}
+    for alg, mode, why in every_mode(h100):
+        if why is None and alg in ("all_reduce", "one_shot", "all_scatter", "gemm_reduce_scatter"):
+            launches = op_launches(alg, mode, *shape, "bf16", h100, world_size=4)
+            found = {launch.args["MOVE"].span for launch in launches if launch.args.get("MOVE") is not None}
+            assert len(found) <= 1, (alg, mode, found)
+            spans[(alg, mode)] = found
+    whole = {spec_tile_pieces(shape)}  # all_reduce's pieces per tile there: a ticket of the whole tile
+    assert all(spans[("all_reduce", m)] == ({1} if shape[0] == 512 else whole) for a, m in spans if a == "all_reduce")
+
+
+def spec_tile_pieces(shape: tuple[int, int, int]) -> int:
+    """Pieces (communication sub-tiles) of a tile of all_reduce's plan on an H100 at 4 ranks."""
+    c = plan(Problem("all_reduce", *shape, "bf16", 4), spec.KNOWN_TARGETS["h100"]).choice
+    return c.gemm.config.BLK_M // c.comm_tile_m
