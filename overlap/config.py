@@ -66,6 +66,8 @@ class OverlapConfig:
             from overlap.target import device_target
 
             target = device_target(target if getattr(target, "type", target) == "cuda" else None)
+        if self.algorithm not in spec.ALGORITHMS:  # a family: its algorithm of the shortest predicted step
+            return self._resolve_family(target, world_size, cache)
         from overlap.planner import Problem, TuningCache, plan
 
         fixed = {name: getattr(self, name) for name in PLANNED_FIELDS}
@@ -78,6 +80,19 @@ class OverlapConfig:
         return out
 
 
+    def _resolve_family(self, target: Target, world_size: int, cache: Any) -> OverlapConfig:
+        """Each algorithm of the family that has the mode asked for, resolved; the one the planner predicts the
+        shortest step for (the first where nothing is predicted: the interpreter, a tuning-cache entry)."""
+        options = [dataclasses.replace(self, algorithm=name).resolve(target, world_size, cache)
+                   for name in spec.family_algorithms(self.algorithm)
+                   if self.mode == AUTO or spec.ALGORITHMS[name].has_mode(self.mode)]
+        best = min(options, key=lambda c: (c.plan_info or {}).get("predicted_ms") or math.inf)
+        assert best.plan_info is not None
+        best.plan_info["family"] = {"asked": self.algorithm, "predicted_ms": {
+            c.algorithm: (c.plan_info or {}).get("predicted_ms") for c in options}}
+        return best
+
+
 # What the planner fills when unset (OverlapConfig's field names).
 PLANNED_FIELDS = ("mode", "total_sms", "gemm_sms", "kernel", "sk_rounds", "schedule", "two_tiles", "comm_tile_m",
                   "comm_tile_n")
@@ -86,6 +101,9 @@ PLANNED_FIELDS = ("mode", "total_sms", "gemm_sms", "kernel", "sk_rounds", "sched
 def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
     """Bytes of symmetric heap one op allocates on each rank (an upper bound while the GEMM tile is unplanned)."""
     check_names(cfg)
+    if cfg.algorithm not in spec.ALGORITHMS:  # a family: enough for any of its algorithms
+        return max(heap_bytes(dataclasses.replace(cfg, algorithm=name), world_size)
+                   for name in spec.family_algorithms(cfg.algorithm))
     blk_m, blk_n = (cfg.kernel.BLK_M, cfg.kernel.BLK_N) if cfg.kernel else (16, 16)
     from overlap.modes import MODE_STEPS
 
@@ -123,12 +141,15 @@ def check_names(cfg: OverlapConfig) -> None:
     """Every field has its type (check_types); the algorithm, mode, datatype and schedule are known, and the mode
     is built for the algorithm."""
     check_types(cfg)
-    if cfg.algorithm not in spec.ALGORITHMS:
-        raise InvalidConfig("algorithm", f"algorithm must be one of {', '.join(spec.ALGORITHMS)}, got "
+    families = [f for f in spec.FAMILIES if len(spec.family_algorithms(f)) > 1]
+    if cfg.algorithm not in spec.ALGORITHMS and cfg.algorithm not in families:
+        raise InvalidConfig("algorithm", f"algorithm must be one of {', '.join(spec.ALGORITHMS)}, or a family whose "
+                                         f"algorithms the planner chooses from ({', '.join(families)}), got "
                                          f"{cfg.algorithm!r}")
     if cfg.mode != AUTO and cfg.mode not in spec.MODES:
         raise InvalidConfig("mode", f"mode must be one of {AUTO}, {', '.join(spec.MODES)}, got {cfg.mode!r}")
-    if cfg.mode != AUTO and not spec.ALGORITHMS[cfg.algorithm].has_mode(cfg.mode):
+    names = (cfg.algorithm,) if cfg.algorithm in spec.ALGORITHMS else spec.family_algorithms(cfg.algorithm)
+    if cfg.mode != AUTO and not any(spec.ALGORITHMS[a].has_mode(cfg.mode) for a in names):
         able = ", ".join(a.name for a in spec.ALGORITHMS.values() if a.has_mode(cfg.mode))
         raise InvalidConfig("mode", f"mode {cfg.mode} is built for {able}, not {cfg.algorithm}")
     if cfg.datatype not in spec.DATATYPES:

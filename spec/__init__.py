@@ -17,7 +17,7 @@ from spec.baselines import BASELINES, Baseline, baseline, peers, vendor_pair
 from spec.datatypes import DATATYPES, DataType, datatype
 from spec.modes import AUTO, MODES, Mode, mode
 from spec.schedules import GEMM_SCHEDULE_CHOICES, SCHEDULE_CHOICES, SCHEDULES
-from spec.sharding import ALGORITHMS, FAMILIES, Algorithm, Family, algorithm, family
+from spec.sharding import ALGORITHMS, FAMILIES, Algorithm, Family, algorithm, family, family_algorithms
 from spec.target import INTERPRETER, KNOWN_TARGETS, Target, known_target, target_from_properties
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "baseline",
     "datatype",
     "family",
+    "family_algorithms",
     "known_target",
     "mode",
     "peers",

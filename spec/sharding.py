@@ -172,6 +172,11 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
 )}
 
 
+def family_algorithms(name: str) -> tuple[str, ...]:
+    """The algorithms of family `name` (spec.FAMILIES), in ALGORITHMS' order; () for a name that is not a family."""
+    return tuple(a.name for a in ALGORITHMS.values() if a.family.name == name)
+
+
 def algorithm(name: str) -> Algorithm:
     """The record of an algorithm name; ValueError naming the valid ones."""
     if name not in ALGORITHMS:

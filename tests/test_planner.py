@@ -231,3 +231,23 @@ def spec_tile_pieces(shape: tuple[int, int, int]) -> int:
     """Pieces (communication sub-tiles) of a tile of all_reduce's plan on an H100 at 4 ranks."""
     c = plan(Problem("all_reduce", *shape, "bf16", 4), spec.KNOWN_TARGETS["h100"]).choice
     return c.gemm.config.BLK_M // c.comm_tile_m
+
+
+def test_asked_for_the_family_the_planner_chooses_its_algorithm() -> None:
+    """algorithm="reduce" (the whole C on every rank): the planner resolves each of the family's algorithms and
+    keeps the shortest predicted step, and says so; at 4 ranks all_reduce moves 2(W-1)/W |C| against one_shot's
+    (W-1)|C|. A mode built for none of the family's algorithms, or a family of one algorithm, is refused."""
+    from overlap.config import InvalidConfig, heap_bytes
+
+    h100 = spec.KNOWN_TARGETS["h100"]
+    cfg = OverlapConfig("reduce", 8192, 8192, 8192, "bf16").resolve(h100, 4)
+    assert cfg.algorithm == "all_reduce" and cfg.plan_info["family"]["asked"] == "reduce"
+    predicted = cfg.plan_info["family"]["predicted_ms"]
+    assert set(predicted) == {"all_reduce", "one_shot"} and predicted["all_reduce"] < predicted["one_shot"]
+    assert OverlapConfig("reduce", 64, 64, 64, "fp32", "fused").resolve(spec.INTERPRETER, 2).algorithm == "all_reduce"
+    family = heap_bytes(OverlapConfig("reduce", 1024, 1024, 1024), 2)
+    assert family == max(heap_bytes(OverlapConfig(a, 1024, 1024, 1024), 2) for a in ("all_reduce", "one_shot"))
+    with pytest.raises(InvalidConfig, match="copy_engine is built for"):
+        OverlapConfig("reduce", 64, 64, 64, "bf16", "copy_engine").resolve(h100, 2)
+    with pytest.raises(InvalidConfig, match="or a family"):
+        OverlapConfig("ag_gemm", 64, 64, 64).resolve(h100, 2)
