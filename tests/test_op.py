@@ -31,7 +31,7 @@ COMBOS = {(alg, mode) for alg in ALGORITHMS for mode in spec.ALGORITHMS[alg].mod
 # Back-to-back steps per combination: 200 on GPUs; in the interpreter what fits CI's 20 minutes (~5 min
 # for this file on 2 CPU cores): a step over the 13 combinations costs ~2.5 s on 2 ranks and ~6.5 s on 4
 # (200 steps would take ~8 and ~21 minutes).
-STEPS_CPU = {2: 8, 4: 8}  # the interpreter; test_c_poisoned_between_steps_is_rewritten runs POISON_STEPS_CPU
+STEPS_CPU = {2: 8, 4: 4}  # the interpreter; test_c_poisoned_between_steps_is_rewritten runs POISON_STEPS_CPU
 # C poisoned between steps: C is checked after the last step only, which rewrites every element whatever the
 # steps before it did, so 4 steps (poisoned 3 times) in the interpreter prove what 20 do on GPUs
 POISON_STEPS_CPU = 4

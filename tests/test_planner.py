@@ -169,7 +169,8 @@ def test_tuning_configs_fix_the_given_flags() -> None:
     cfg = parse_config([*shape_flags("all_reduce", 4864, 4096, 8256), "--tune", "3", "--mode", "fused"], H200, 2)
     runs = tuning_configs(cfg, H200, 2)
     assert len(runs) == 3 and all(r.mode == "fused" and r.validate and r.benchmark for r in runs)
-    assert len({(r.op.gemm_sms, r.op.kernel.BLK_N, r.op.sk_rounds) for r in runs}) == 3
+    fields = ("gemm_sms", "kernel", "sk_rounds", "schedule", "two_tiles")
+    assert len({tuple(getattr(r.op, f) for f in fields) for r in runs}) == 3  # three different candidates
     assert all(r.plan["source"] == "tune candidate" for r in runs)
 
 
