@@ -173,6 +173,10 @@ def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
         formatter_class=DefaultsOnce,
     )
     a = p.add_argument
+    a("--nproc", type=int, default=None,
+      help="start this many ranks on this machine and run on them: mpirun (with --allow-run-as-root as root, and "
+      "--oversubscribe), else torchrun (default: none; under mpirun or torchrun each process is a rank, a plain "
+      "process is one rank alone)")
     a("--algorithm", default="one_shot", help=f"one of {', '.join(spec.ALGORITHMS)}")
     a("--mode", default=AUTO, help="; ".join([f"{AUTO}: {AUTO_HELP}", *(f"{m.name}: {m.help}"
                                                                         for m in spec.MODES.values())]))
