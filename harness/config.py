@@ -40,7 +40,10 @@ __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
 # The problem and run defaults. Everything that shapes the kernels (mode, SM split, tiles, stages, warps, TMA,
 # Stream-K schedule and rounds, communication tile) is the planner's (overlap/planner.py) unless given.
-CPU_DEFAULTS = {"m": 64, "n": 64, "k": 64, "iters": 3, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp16"}
+# The CPU's: a shape the interpreter runs in seconds that every algorithm can split over 1 to 4 ranks (48 is a
+# multiple of 1, 2, 3 and 4; another world size rounds it up, cpu_default_dim), in fp32, the datatype whose
+# atomic adds the interpreter makes exact across processes (its fp16 adds can lose updates; bf16 has none).
+CPU_DEFAULTS = {"m": 48, "n": 48, "k": 48, "iters": 3, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp32"}
 GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
 
 # Flag -> the OverlapConfig field it sets ("kernel.X": a field of its GEMM config). --tma takes on/off/auto.
@@ -156,9 +159,17 @@ class DefaultsOnce(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+def cpu_default_dim(name: str, world_size: int) -> int:
+    """The CPU's default of -m, -n or -k at this world size: CPU_DEFAULTS's, rounded up to a multiple of the world
+    size, so every algorithm can split it."""
+    return -(-CPU_DEFAULTS[name] // world_size) * world_size
+
+
 def _by_device(name: str) -> str:
     """The default of a flag whose default depends on the device (GPU_DEFAULTS, CPU_DEFAULTS)."""
-    return f"(default: {GPU_DEFAULTS[name]} on a GPU, {CPU_DEFAULTS[name]} on the CPU)"
+    rounded = " (rounded up to a multiple of the ranks)" if name in ("m", "n", "k") else ""
+    cpu = f"{CPU_DEFAULTS[name]} on the CPU{rounded}"
+    return f"(default: {GPU_DEFAULTS[name]} on a GPU, {cpu})"
 
 
 def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
@@ -357,6 +368,8 @@ def parse_config(argv: list[str] | None, target: Target, world_size: int) -> Ben
     if unknown:
         raise ConfigError(unknown[0], "unknown flag (see --help)")
     defaults = dict(CPU_DEFAULTS if target.interpreted else GPU_DEFAULTS)
+    if target.interpreted:
+        defaults.update({d: cpu_default_dim(d, world_size) for d in ("m", "n", "k")})
     values = vars(ns)
     defaulted = [name for name in defaults if values.get(name) is None]
     values.update({name: defaults[name] for name in defaulted})

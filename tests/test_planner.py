@@ -106,6 +106,16 @@ def test_cpu_uses_the_small_interpreter_config() -> None:
     assert resolved.plan_info is not None and resolved.plan_info["source"] == "interpreter"
 
 
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 5])
+def test_cpu_defaults_split_at_any_world_size(world: int) -> None:
+    """Every algorithm takes the CPU defaults at every world size (48 rounded up to a multiple of the ranks), in
+    fp32, whose atomic adds the interpreter makes exact across processes (no fp16 note, no bf16 refusal)."""
+    for alg in spec.ALGORITHMS:
+        cfg = parse_config(["--algorithm", alg], CPU, world)
+        assert (cfg.m, cfg.n, cfg.k, cfg.datatype) == (*[-(-48 // world) * world] * 3, "fp32")
+        assert cfg.cpu_small_default
+
+
 def test_rounds_and_split_follow_the_shape() -> None:
     """A problem with far fewer tiles than programs is planned data-parallel (splitting 8 tiles over ~120
     programs costs more fix-up than it saves); the SM split moves with the shape (not one constant per
