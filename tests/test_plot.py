@@ -105,3 +105,48 @@ def test_plot_cli_without_logs_fails(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, str(ROOT / "results" / "plot.py"), str(tmp_path), "--out",
                           str(tmp_path / "f")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 1 and "no timed run logs" in res.stderr
+
+
+def test_plot_cli_refuses_a_missing_path(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, str(ROOT / "results" / "plot.py"), str(tmp_path / "missing"), "--out",
+                          str(tmp_path / "f")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "missing: no such file or folder" in res.stderr
+
+
+def test_interpreter_runs_are_marked_and_their_throughput_is_not_drawn(logdir: Path) -> None:
+    """The CPU records (ours in the interpreter, the references on torch and gloo): ours are labelled and hatched,
+    the title says the times do not compare, ours get no throughput, the references' is in a unit that reads."""
+    import matplotlib.pyplot as plt
+
+    from results.plot import INTERPRETER_HATCH, bar_figures, load_table, text_overlaps
+
+    ((_, fig),) = list(bar_figures(load_table([logdir])))
+    try:
+        time_ax, rate_ax = fig.axes[:2]
+        labels = [t.get_text() for t in time_ax.get_yticklabels()]
+        ours = [i for i, label in enumerate(labels) if not label.startswith("ref ")]
+        assert ours and all(labels[i].endswith("[interpreter]") for i in ours)
+        assert all(time_ax.patches[i].get_hatch() == INTERPRETER_HATCH for i in ours)
+        assert "Triton's interpreter" in fig._suptitle.get_text()
+        numbers = [t.get_text() for t in rate_ax.texts]
+        assert all(numbers[i] == "n/a" for i in ours) and all("e" not in n for n in numbers)
+        assert rate_ax.get_xlabel() != "TFLOP/s per GPU"  # a CPU's references: GFLOP/s or less
+        assert text_overlaps(fig) == []
+        assert fig.get_figwidth() * 130 <= 2000
+    finally:
+        plt.close(fig)
+
+
+def test_checked_in_bar_charts_are_narrow_and_their_text_does_not_overlap() -> None:
+    """Every bars_*.png under results/figures is at most 2000 px wide and is one results.redraw_bars draws from its
+    logs; drawn again, none has overlapping text."""
+    from results.redraw_bars import FIGURES, MAX_WIDTH_PX, problems
+
+    figures = ROOT / "results" / "figures"
+    charts = sorted(figures.rglob("bars_*.png"))
+    assert charts
+    for png in charts:
+        width = int.from_bytes(png.read_bytes()[16:20], "big")  # the PNG header's width
+        assert width <= MAX_WIDTH_PX, f"{png}: {width} px"
+        assert str(png.parent.relative_to(figures)) in FIGURES, f"{png}: not in results.redraw_bars.FIGURES"
+    assert [p for figure in FIGURES for p in problems(figure, write=False)] == []
