@@ -39,7 +39,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 import spec
-from harness.runlog import read_records
+from harness.runlog import flops_unit, read_records
 from harness.trace import TIMELINE_SCHEMA, read_timeline
 
 # Benchmark algorithm -> the reference algorithm it is compared with.
@@ -193,15 +193,6 @@ def _value_text(v: float) -> str:
     return f"{v:.{digits}f}"
 
 
-def _throughput_unit(values: list[float]) -> tuple[float, str]:
-    """(scale, unit) for FLOP/s given in TFLOP/s: the largest unit in which the largest value is at least 1."""
-    top = max((v for v in values if math.isfinite(v)), default=1.0)
-    for scale, unit in ((1.0, "TFLOP/s"), (1e3, "GFLOP/s"), (1e6, "MFLOP/s"), (1e9, "kFLOP/s")):
-        if top * scale >= 1:
-            return scale, unit
-    return 1e12, "FLOP/s"
-
-
 def _draw_panel(ax: Any, entries: list[dict[str, Any]], values: list[float], xlabel: str, whiskers: bool) -> None:
     """Horizontal bars, one row per entry (top to bottom), each with its number at the bar's end."""
     y = list(range(len(entries)))
@@ -256,7 +247,7 @@ def bar_figures(df: pd.DataFrame) -> Iterator[tuple[str, Any]]:
         fig, axes = plt.subplots(1, 2, figsize=(BAR_FIGURE_WIDTH_IN, 1.9 + 0.26 * len(entries)), sharey=True)
         _draw_panel(axes[0], entries, [float(e["row"]["e2e_ms"]) for e in entries], "end-to-end time (ms)", True)
         tflops = [math.nan if e["interpreted"] else float(e["row"]["tflops"]) for e in entries]
-        scale, unit = _throughput_unit(tflops)
+        scale, unit = flops_unit(tflops)
         _draw_panel(axes[1], entries, [v * scale for v in tflops], f"{unit} per GPU", False)
         axes[1].tick_params(axis="y", left=False)
         handles = [Patch(facecolor=c, edgecolor="black", label=m) for m, c in MODE_COLORS.items()
