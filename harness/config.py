@@ -258,10 +258,10 @@ def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
     a("--trace_tiles", action="store_true",
       help="record per-tile timestamps; writes a timeline JSON and a Perfetto trace beside --output_file")
     a("--output_file", default=None, help="JSON log path, written by rank 0 (default: none)")
-    a("--tune", type=int_in(0, 16), nargs="?", const=4, default=0,
+    a("--tune", type=int_in(1, 16), nargs="?", const=4, default=0,
       help="measure the planner's best N candidates (4 when N is left out) for the flags left unset, validated and "
       "timed back to back, and store the fastest in the tuning cache, which later runs without those flags read "
-      "(default: off)")
+      "(default: off: leave the flag out; GPU only)")
     a("--tuning_cache", default=None,
       help="the tuning cache file (default: $STREAMK_PGAS_TUNING_CACHE, else ~/.cache/streamk-pgas/tuning.json)")
     return p
@@ -374,6 +374,13 @@ def parse_config(argv: list[str] | None, target: Target, world_size: int) -> Ben
     defaulted = [name for name in defaults if values.get(name) is None]
     values.update({name: defaults[name] for name in defaulted})
     defaulted += [flag for flag in OP_FLAGS if values.get(flag) in (None, AUTO) and flag not in defaulted]
+    for flag in ("output_file", "tuning_cache"):
+        if values[flag] == "":
+            raise ConfigError(f"--{flag}", "is empty: give a path, or leave the flag out"
+                              + (" for no log" if flag == "output_file" else " for the default cache"))
+    if values["tune"] and target.interpreted:
+        raise ConfigError("--tune", "measures the planner's candidates on a GPU; on the CPU the planner takes its one "
+                          "interpreter config and never reads the tuning cache")
     if values["tma"] not in ("auto", "on", "off"):
         raise ConfigError("--tma", f"must be auto, on or off, got {values['tma']!r}")
     if values["tma"] == "on" and not target.tma:
@@ -465,6 +472,12 @@ def check_environment() -> str:
         if name.startswith("STREAMK_PGAS_") and name not in known:
             raise ConfigError(name, f"unknown variable; the project reads {', '.join(sorted(known))}")
     env.check()
+    if os.environ.get(env.INTERPRET_ENV) == "0":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(env.INTERPRET_ENV, "0 compiles the kernels for a GPU, and torch sees none: leave it "
+                              "unset (the kernels then run in Triton's interpreter on the CPU) or set it to 1")
     backend = choose_backend()
     env.check(backend)  # the shm backend's default folder too
     fast_launch_enabled()

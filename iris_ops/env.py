@@ -11,7 +11,7 @@ line naming the variable and what is valid (ConfigError; exit code 2 through iri
     IRIS_OPS_ABORT_ON_ERROR  1 (default): an uncaught exception on a rank aborts the MPI job; 0: it does not
     STREAMK_PGAS_SHARE_GPU   1: ranks may share a GPU (a correctness test only); 0 or unset: one rank per GPU
     TRITON_INTERPRET         Triton's own: 1 runs kernels in its interpreter on the CPU; set to 1 when unset and
-                             there is no GPU (use_interpreter_without_gpu)
+                             there is no GPU (use_interpreter_without_gpu); 0 or 1 (iris_ops.device reads "1")
 
 Any other IRIS_OPS_* variable is refused by check() (a misspelt name would otherwise be ignored).
 Nothing here imports torch, so the check is fast.
@@ -177,7 +177,7 @@ def check(backend: str | None = None) -> None:
         problem = shm_dir_problem(shm_dir())
         if problem:
             raise ConfigError(SHM_DIR_ENV, problem)
-    for flag in (ABORT_ENV, SHARE_GPU_ENV):
+    for flag in (ABORT_ENV, SHARE_GPU_ENV, INTERPRET_ENV):  # TRITON_INTERPRET: iris_ops.device reads "1" only
         flag_from_env(flag, False)
 
 

@@ -146,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_config(cfg: RefConfig, world_size: int) -> None:
     """Refusals that need the world size (all flag types and ranges were checked by the parser)."""
+    for flag in ("output_file", "output_dir"):
+        if getattr(cfg, flag) == "":
+            raise ConfigError(f"--{flag}", "is empty: give a path, or leave the flag out")
     if cfg.output_file and cfg.output_dir:
         raise ConfigError("--output_file", "give either --output_file or --output_dir, not both")
     for variant in cfg.variants:

@@ -452,6 +452,12 @@ def main(argv: list[str] | None = None, prog: str = "benchmark.py") -> int:
     if problem:
         raise ConfigError(*problem)
 
+    if target.interpreted and boot.rank == 0:  # a shape that takes the interpreter hours is said before it starts
+        from harness.cpu_estimate import interpreter_note
+
+        for note in dict.fromkeys(filter(None, (interpreter_note(cfg, boot.world_size) for cfg in configs))):
+            print(note, flush=True)
+
     import iris_ops
 
     shmem = iris_ops.iris(max(cfg.heap_size for cfg in configs))
