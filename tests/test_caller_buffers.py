@@ -170,9 +170,9 @@ def test_op_refuses_one_tensor_of_the_caller_with_one_of_its_own(shmem: Any) -> 
     missing argument, before any step; op() and op(a, b) are the two ways to call it."""
     op = OverlapOp.create(shmem, "all_reduce", M, N, K, "bf16", "fused")
     a, b = _pair(0)
-    with pytest.raises(ValueError, match=r"^b: give a and b, or neither"):
+    with pytest.raises(ValueError, match=r"^OverlapOp: b is missing: give a and b, or neither"):
         op(a, None)
-    with pytest.raises(ValueError, match=r"^a: give a and b, or neither"):
+    with pytest.raises(ValueError, match=r"^OverlapOp: a is missing: give a and b, or neither"):
         op(None, b)
     assert op._calls == {}
 
