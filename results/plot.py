@@ -284,7 +284,7 @@ def plot_bars(df: pd.DataFrame, out: Path) -> list[Path]:
 def text_overlaps(fig: Any) -> list[tuple[str, str]]:
     """Pairs of texts of `fig` that are drawn (tick labels within their axis's limits, numbers, titles, legend
     entries) whose boxes overlap."""
-    fig.canvas.draw()
+    fig.draw_without_rendering()  # lays every text out (ticks included) without rasterizing
     renderer = fig.canvas.get_renderer()
     undrawn = set()  # labels of ticks outside the axis's view: made, but not drawn
     for ax in fig.axes:

@@ -150,3 +150,18 @@ def test_checked_in_bar_charts_are_narrow_and_their_text_does_not_overlap() -> N
         assert width <= MAX_WIDTH_PX, f"{png}: {width} px"
         assert str(png.parent.relative_to(figures)) in FIGURES, f"{png}: not in results.redraw_bars.FIGURES"
     assert [p for figure in FIGURES for p in problems(figure, write=False)] == []
+
+
+def test_text_overlaps_finds_texts_drawn_over_each_other() -> None:
+    import matplotlib.pyplot as plt
+
+    from results.plot import text_overlaps
+
+    fig, ax = plt.subplots()
+    ax.text(0.5, 0.5, "all_reduce fused")
+    ax.text(0.52, 0.5, "ref torch-symm-mem")
+    ax.text(0.1, 0.1, "apart")
+    try:
+        assert text_overlaps(fig) == [("all_reduce fused", "ref torch-symm-mem")]
+    finally:
+        plt.close(fig)
