@@ -145,8 +145,8 @@ CASES: list[Case] = [
     bench(flag="STREAMK_PGAS_STEPGRAPH", also=("unknown variable", "STREAMK_PGAS_STEP_GRAPH"),
           env=(("STREAMK_PGAS_STEPGRAPH", "0"),)),
     bench(flag="TRITON_INTERPRET", also=("0 or 1", "'true'"), env=(("TRITON_INTERPRET", "true"),)),
-    *([bench(flag="TRITON_INTERPRET", also=("torch sees none", "leave it unset"), env=(("TRITON_INTERPRET", "0"),),
-             own_process=True)] if not on_gpu() else []),
+    *([bench(flag="TRITON_INTERPRET", also=("torch sees none", "leave it unset"), env=(("TRITON_INTERPRET", "0"),))]
+      if not on_gpu() else []),
     # --- python -m reference
     ref("-m", "abc", flag="-m/--m", also=("[1, 2147483647]",)),
     ref("-k", flag="-k/--k", also=("expected one argument",)),
