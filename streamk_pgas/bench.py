@@ -56,9 +56,8 @@ from iris_ops.bootstrap import Bootstrap, get_bootstrap
 from iris_ops.entry import run_main
 from iris_ops.env import set_host_timeout
 from spec import Target
-from streamk_pgas.launch import ROOT, launch, ranks_of, take_flag
+from streamk_pgas.launch import launch_bench, take_flag
 
-BENCHMARK_PY = ROOT / "benchmark.py"  # the seed's entry, in a checkout
 CPU_TIMES = ("CPU backend: Triton's interpreter runs a kernel's programs one after another, so these times say "
              "nothing of a GPU's")
 
@@ -413,11 +412,10 @@ def main(argv: list[str] | None = None, prog: str = "benchmark.py") -> int:
     """The benchmark's work; bad input raises ConfigError (before any work), a failure its own error. Run it
     through `entry` for one line per failure and the exit codes."""
     argv = sys.argv[1:] if argv is None else argv
-    nproc, argv = take_flag(argv, "--nproc")
-    if nproc is not None and not any(a in ("-h", "--help") for a in argv):
-        # this process starts the ranks (streamk_pgas.launch) and becomes their launcher
-        script = ["-m", "streamk_pgas", "bench"] if prog.startswith("streamk-pgas") else [str(BENCHMARK_PY)]
-        return launch(ranks_of("--nproc", nproc), [*script, *argv])
+    launched = launch_bench(argv, prog)  # --nproc N: this process starts the ranks and becomes their launcher
+    if launched is not None:
+        return launched
+    argv = take_flag(argv, "--nproc")[1]  # with --help: listed there, nothing to launch
     # --timeout_s bounds every wait of the run, the host's too (start-up, barriers, exchanges), not only the
     # kernels' (iris_ops.env.set_host_timeout; IRIS_OPS_TIMEOUT_S is for programs without a limit of their own).
     set_host_timeout(host_limit(argv), "--timeout_s")

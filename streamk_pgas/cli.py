@@ -50,6 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     if command == "quickstart":
         return quickstart(rest)
     if command == "bench":
+        from iris_ops.entry import run_main
+        from streamk_pgas.launch import launch_bench
+
+        # --nproc N, before torch is imported: a launch replaces this process, so a code that comes back is a
+        # refusal's (run_main gives 0 where there is no --nproc)
+        launched = run_main(lambda: launch_bench(rest, f"{PROG} bench"), f"{PROG} bench")
+        if launched:
+            return launched
         from streamk_pgas.bench import entry
 
         return entry(rest, f"{PROG} bench")

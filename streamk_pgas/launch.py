@@ -83,3 +83,15 @@ def launch(ranks: int, python_args: list[str], flag: str = "--nproc") -> int:
     sys.stdout.flush()
     os.execvpe(cmd[0], cmd, env)
     return 0  # not reached
+
+
+def launch_bench(argv: list[str], prog: str) -> int | None:
+    """benchmark.py's and `streamk-pgas bench`'s --nproc N, before they import torch: this process becomes the launcher
+    of N ranks of the same command without it (the ranks run `streamk-pgas bench`, or benchmark.py where that is the
+    prog). None when there is no --nproc (or --help is asked for: the help lists --nproc)."""
+    nproc, rest = take_flag(argv, "--nproc")
+    if nproc is None or any(a in ("-h", "--help") for a in rest):
+        return None
+    script = ["-m", "streamk_pgas", "bench"] if prog.startswith("streamk-pgas") else [str(ROOT / "benchmark.py")]
+    return launch(ranks_of("--nproc", nproc), [*script, *rest])
+

@@ -62,10 +62,11 @@ def as_who(who: str, cmd: list[str]) -> list[str]:
     return ["unshare", "--user", "--map-user=1000", "--map-group=1000", *cmd]
 
 
-def run_both(cmd: list[str], folder: Path, timeout: float = 300) -> dict[str, tuple[int, str]]:
+def run_both(cmd: list[str], folder: Path, timeout: float = 300,
+             whos: tuple[str, ...] = ("root", "user")) -> dict[str, tuple[int, str]]:
     """`cmd` as root and as a user at once (each in a folder of its own under `folder`): {who: (code, output)}."""
     procs = {}
-    for who in ("root", "user"):
+    for who in whos:
         try:
             full = as_who(who, cmd)
         except pytest.skip.Exception:
@@ -120,14 +121,30 @@ print(f"SNIPPET_OK rank {get_bootstrap().rank} error {err:.2e}", flush=True)
 """
 
 
-@pytest.mark.xfail(strict=False, reason="the snippet's bf16 all_reduce adds with atomics, which Triton's interpreter "
-                   "has no bf16 for (InvalidConfig on the CPU), until all_reduce moves to plain loads and stores "
-                   "(reduce-scatter + all-gather)")
+class NoBf16AtomicsInTheInterpreter(AssertionError):
+    """The snippet failed for the one known reason: its bf16 all_reduce adds tiles atomically, which Triton's CPU
+    interpreter cannot do (overlap.config refuses it)."""
+
+
+@pytest.mark.xfail(strict=False, raises=NoBf16AtomicsInTheInterpreter,
+                   reason="the snippet's bf16 all_reduce adds with atomics, which Triton's interpreter has no bf16 for "
+                   "(InvalidConfig on the CPU), until all_reduce moves to plain loads and stores (reduce-scatter + "
+                   "all-gather)")
 def test_op_snippet_runs_as_written(tmp_path: Path) -> None:
     snippet = "\n".join(code_block("## The op from a torch program"))
     script = tmp_path / "layer.py"
     script.write_text(snippet + "\n" + CHECK)
-    runs = run_both(["torchrun", "--nproc-per-node", "2", str(script)], tmp_path)
-    for who, (code, out) in runs.items():
-        assert code == 0, f"the snippet as {who} exited {code}:\n{out[-4000:]}"
-        assert len(re.findall(r"^SNIPPET_OK rank \d", out, re.M)) == 2, out[-3000:]
+    ran = False
+    for who in ("root", "user"):  # one after the other: as a user only once it runs (an expected failure costs one)
+        try:
+            runs = run_both(["torchrun", "--nproc-per-node", "2", str(script)], tmp_path, whos=(who,))
+        except pytest.skip.Exception:
+            continue
+        for name, (code, out) in runs.items():
+            ran = True
+            if code != 0 and "InvalidConfig: all_reduce adds bf16 tiles atomically" in out:
+                raise NoBf16AtomicsInTheInterpreter(f"the snippet as {name}: {out[-2000:]}")
+            assert code == 0, f"the snippet as {name} exited {code}:\n{out[-4000:]}"
+            assert len(re.findall(r"^SNIPPET_OK rank \d", out, re.M)) == 2, out[-3000:]
+    if not ran:
+        pytest.skip("neither as root nor as a user on this machine")
