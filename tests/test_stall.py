@@ -7,13 +7,8 @@ job is waiting, and the bound is measured from each job's own stop."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-
 import pytest
-from conftest import MPI_DIR, REPO_ROOT, leftovers, mpirun_path, on_gpu, shm_env
+from conftest import MPI_DIR, MpiResult, leftovers, on_gpu, run_mpi_many, shm_env
 
 TIMEOUT_S = 3.0
 BOUND = 1.5 * TIMEOUT_S
@@ -36,45 +31,30 @@ PHASES = {
 
 
 @pytest.fixture(scope="module")
-def stalls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[float | None, int, str, list[str]]]:
-    """Every phase's job at once: phase -> (seconds from the stop to the job's end or None, exit code, output,
-    files left in its shared-memory folder)."""
+def stalls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[float | None, MpiResult, list[str]]]:
+    """Every phase's job at once: phase -> (seconds from the stop to the job's end, None if rank 1 never stopped;
+    the job; files left in its shared-memory folder)."""
     if on_gpu():
         pytest.skip("stops a rank of the CPU backend (scripts/probe_stall.sh probes GPUs)")
     tmp = tmp_path_factory.mktemp("stall")
-    jobs = {}
-    for phase, (flags, _) in PHASES.items():
-        env = {**os.environ, **shm_env(tmp / phase / "shm"), "TRITON_INTERPRET": "1", "STALL_PHASE": phase,
-               "STALL_FILE": str(tmp / phase / "stopped"),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-        cmd = [mpirun_path(), "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable,
-               str(MPI_DIR / "bench_stall.py"), *flags, "--timeout_s", str(TIMEOUT_S)]
-        jobs[phase] = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       text=True, start_new_session=True)
-    ended: dict[str, float] = {}
-    deadline = time.monotonic() + 120
-    while len(ended) < len(jobs) and time.monotonic() < deadline:
-        for phase, job in jobs.items():
-            if phase not in ended and job.poll() is not None:
-                ended[phase] = time.time()
-        time.sleep(0.01)
+    jobs = {phase: (2, MPI_DIR / "bench_stall.py", [*flags, "--timeout_s", str(TIMEOUT_S)],
+                    {**shm_env(tmp / phase / "shm"), "STALL_PHASE": phase, "STALL_FILE": str(tmp / phase / "stopped")})
+            for phase, (flags, _) in PHASES.items()}
     out = {}
-    for phase, job in jobs.items():
-        if phase not in ended:
-            os.killpg(job.pid, 9)  # the group this fixture started: mpirun and its ranks
-        text = job.communicate()[0]
+    for phase, result in run_mpi_many(jobs, timeout=120).items():
         stopped = tmp / phase / "stopped"
-        after = ended[phase] - float(stopped.read_text()) if phase in ended and stopped.exists() else None
-        out[phase] = (after, job.returncode, text, leftovers(tmp / phase / "shm"))
+        after = result.ended_at - float(stopped.read_text()) if stopped.exists() else None
+        out[phase] = (after, result, leftovers(tmp / phase / "shm"))
     return out
 
 
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_stopped_rank_ends_every_rank_within_the_timeout(phase: str, stalls: dict) -> None:
-    after, code, out, left = stalls[phase]
-    assert after is not None, f"rank 1 never stopped in the {phase} phase, or the job did not end:\n{out[-3000:]}"
-    assert code != 0 and after < BOUND, f"the job ended {after:.2f} s after rank 1 stopped ({phase}; bound {BOUND:g} " \
-                                        f"s), exit {code}:\n{out[-3000:]}"
+    after, result, left = stalls[phase]
+    code, out = result.returncode, result.stdout
+    assert after is not None, f"rank 1 never stopped in the {phase} phase:\n{out[-3000:]}"
+    assert not result.timed_out and code != 0 and after < BOUND, \
+        f"the job ended {after:.2f} s after rank 1 stopped ({phase}; bound {BOUND:g} s), exit {code}:\n{out[-3000:]}"
     assert PHASES[phase][1] in out, out[-3000:]
     assert "Traceback" not in out and "PASS" not in out, out[-3000:]
     assert left == []
