@@ -214,9 +214,12 @@ def _draw_panel(ax: Any, entries: list[dict[str, Any]], values: list[float], xla
                         elinewidth=0.8, capsize=2.5)
             ends[i] = max(v, hi)
     for i, (v, end) in enumerate(zip(values, ends)):
-        text = _value_text(v) if math.isfinite(v) else "n/a"
-        ax.annotate(text, (end if math.isfinite(v) and end > 0 else 0, i), xytext=(3, 0), textcoords="offset points",
-                    ha="left", va="center", fontsize=7)
+        if math.isfinite(v) and end > 0:
+            ax.annotate(_value_text(v), (end, i), xytext=(3, 0), textcoords="offset points", ha="left", va="center",
+                        fontsize=7)
+        else:  # no bar: the word at the axis's left edge (axes coordinates: a log axis has no 0)
+            ax.annotate("n/a" if not math.isfinite(v) else _value_text(v), (0, i), xycoords=ax.get_yaxis_transform(),
+                        xytext=(3, 0), textcoords="offset points", ha="left", va="center", fontsize=7)
     if log:
         ax.set_xscale("log")
         lo = min(finite) / 2

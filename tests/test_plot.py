@@ -165,3 +165,32 @@ def test_text_overlaps_finds_texts_drawn_over_each_other() -> None:
         assert text_overlaps(fig) == [("all_reduce fused", "ref torch-symm-mem")]
     finally:
         plt.close(fig)
+
+
+def test_a_log_axis_keeps_every_row_apart(tmp_path: Path) -> None:
+    """Rates 1000x apart (a log axis) beside interpreter rows with no rate: every row's number and n/a on its own row,
+    no text over another."""
+    import matplotlib.pyplot as plt
+
+    from harness.runlog import SCHEMA
+    from results.plot import bar_figures, load_table, text_overlaps
+
+    def record(producer: str, algorithm: str, mode: str | None, e2e: float, tflops: float) -> dict:
+        return {"schema": SCHEMA, "producer": producer, "algorithm": algorithm, "mode": mode, "world_size": 2,
+                "implementation": "streamk-pgas" if producer == "benchmark" else f"torch-{algorithm}",
+                "flags": {"gemm_sms": 2, "total_sms": 4} if producer == "benchmark" else {},
+                "sizes": {"m": 32, "n": 32, "k": 32, "datatype": "fp32"}, "device": {"name": "cpu", "backend": "cpu"},
+                "timing": {"e2e_ms": e2e, "tflops": tflops, "kernels_ms": {}}, "validation": {"passed": True}}
+
+    records = [record("benchmark", alg, mode, 40.0, 1e-6) for alg in ("all_reduce", "one_shot")
+               for mode in ("fused", "two_streams", "bulk_sync")]
+    records += [record("reference", alg, None, ms, rate) for alg, ms, rate in
+                (("all_reduce", 0.3, 1e-7), ("gemm", 0.02, 1e-4), ("all_gather", 0.4, 8e-8))]
+    for i, rec in enumerate(records):
+        (tmp_path / f"r{i}.json").write_text(json.dumps(rec))
+    ((_, fig),) = list(bar_figures(load_table([tmp_path])))
+    try:
+        assert fig.axes[1].get_xscale() == "log" and fig.axes[0].get_xscale() == "log"
+        assert text_overlaps(fig) == []
+    finally:
+        plt.close(fig)
