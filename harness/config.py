@@ -235,8 +235,9 @@ def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
     a("--warmup", type=int_in(0, MAX_ITERS), default=None, help=f"untimed warm-up iterations {_by_device('warmup')}")
     a("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed of the inputs (same on every rank)")
     a("--timeout_s", type=timeout_seconds, default=None,
-      help=f"a spin-wait gives up and the run fails after about this long: seconds in (0, {MAX_TIMEOUT_S:g}] "
-      f"(default: {op_default['timeout_s']:g})")
+      help="every wait for a peer gives up after this long and the run fails on every rank: the kernels' spin-waits "
+      "(on the device's clock) and the host's barriers and exchanges (the ranks' launch waits at least 5 s): seconds "
+      f"in (0, {MAX_TIMEOUT_S:g}] (default: {op_default['timeout_s']:g})")
     a("--debug", action="store_true", help="print per-rank details")
     a("--validate", action="store_true", help="check C and each rank's partial against torch on the same inputs")
     a("--validate_iters", type=int_in(1, MAX_ITERS), default=1,
