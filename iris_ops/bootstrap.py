@@ -145,6 +145,19 @@ class Bootstrap:
     local_rank: int = 0
     local_size: int = 1
     launcher: str = "single"
+    grace_s: float = 0.0  # added once to the next host wait's limit (allow_grace)
+
+    def allow_grace(self, seconds: float) -> None:
+        """Let the next host wait last `seconds` beyond its limit: this rank has just done work that every rank
+        does and that takes each a different time, the first compile of a kernel on a GPU (seconds to a minute):
+        the peers may still be at it, which a short limit would take for a lost peer."""
+        self.grace_s += max(0.0, seconds)
+
+    def _limit(self, timeout_s: float | None) -> float:
+        """A host wait's limit: `timeout_s` (default: iris_ops.env's), plus the grace allowed since the last wait."""
+        limit = (timeout_from_env() if timeout_s is None else timeout_s) + self.grace_s
+        self.grace_s = 0.0
+        return limit
 
     def barrier(self, timeout_s: float | None = None) -> None:
         return None
@@ -200,7 +213,7 @@ class _Mpi(Bootstrap):
         a rank that slept through the release would start its next timed iteration late, and its
         peers would wait for it. After that, sleeps back off to 1 ms."""
         start = time.monotonic()
-        timeout_s = timeout_from_env() if timeout_s is None else timeout_s
+        timeout_s = self._limit(timeout_s)
         deadline = start + timeout_s
         sleep = 1e-5
         while True:
@@ -213,7 +226,7 @@ class _Mpi(Bootstrap):
                 continue
             if now > deadline:
                 raise TimeoutError(
-                    f"rank {self.rank}: {what} did not complete within {timeout_s:g} s: "
+                    f"rank {self.rank}: {what} did not complete within {timeout_s:.3g} s: "
                     f"another rank died or never arrived ({timeout_source()} sets the limit)"
                 )
             time.sleep(sleep)
@@ -263,12 +276,12 @@ class _TorchRun(Bootstrap):
     def barrier(self, timeout_s: float | None = None) -> None:
         import datetime
 
-        timeout_s = timeout_s or timeout_from_env()
+        timeout_s = self._limit(timeout_s)
         try:
             self.dist.monitored_barrier(group=self.group, timeout=datetime.timedelta(seconds=timeout_s))
         except RuntimeError as exc:  # gloo's timeout, or a peer that closed its connection
             raise TimeoutError(
-                f"rank {self.rank}: barrier did not complete within {timeout_s:g} s: another rank died or never "
+                f"rank {self.rank}: barrier did not complete within {timeout_s:.3g} s: another rank died or never "
                 f"arrived ({timeout_source()} sets the limit; {_first_line(exc)})"
             ) from None
 

@@ -89,6 +89,12 @@ external() {  # the issue's probe: rank 1 stopped from outside during the timed 
   leftover
 }
 
+# One run without a stall first: the kernels compile here (a cold Triton cache takes tens of seconds, and ranks finish
+# compiling apart: the benchmark allows for that once, on top of --timeout_s), so the probes time the phases only.
+echo "warm-up: compiling the probes' kernels" | tee -a "$OUT/summary.txt"
+timeout --kill-after=10 900 "${MPI[@]}" "$PY" benchmark.py "${BENCH[@]}" --validate --benchmark --graph --iters 2 \
+  --warmup 1 > "$OUT/warmup.log" 2>&1 || echo "warm-up failed (exit $?): see warmup.log" | tee -a "$OUT/summary.txt"
+
 for phase in $PHASES; do
   case "$phase" in
     startup) probe startup "${BENCH[@]}" --validate ;;
