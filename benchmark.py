@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import sys
 
-from streamk_pgas.bench import entry
-
 
 def main(argv: list[str] | None = None) -> int:
+    from iris_ops.entry import run_main
+    from streamk_pgas.launch import launch_bench
+
+    argv = sys.argv[1:] if argv is None else argv
+    # --nproc N, before torch is imported: a launch replaces this process, so a code that comes back is a refusal's
+    # (run_main gives 0 where there is no --nproc)
+    launched = run_main(lambda: launch_bench(argv, "benchmark.py"), "benchmark.py")
+    if launched:
+        return launched
+    from streamk_pgas.bench import entry
+
     return entry(argv, "benchmark.py")
 
 

@@ -8,7 +8,14 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PROG="$(basename "$0")"
-COLLECTIVES="all_reduce all_gather gemm symm_mem_all_reduce fused_all_gather_matmul fused_matmul_reduce_scatter all"
+PYTHON="${PYTHON:-python}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+# The reference package is found from anywhere, and output paths stay relative to the caller.
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# The reference's own list (reference.config.COLLECTIVES: each variant, the equal-output peers of each of our
+# algorithms, all), so run.sh offers whatever the reference runs.
+COLLECTIVES="$("$PYTHON" -c 'from reference.config import COLLECTIVES; print(" ".join(COLLECTIVES))')" || {
+    echo "$PROG: error: $PYTHON cannot import the reference (set PYTHON to the project's interpreter)" >&2; exit 2; }
 USAGE="usage: $PROG -n NUM_GPUS -c COLLECTIVE [-l mpirun|torchrun] [-m M] [--n N] [-k K] [--datatype fp16|bf16|fp32|int8] [--iters I] [--warmup W] [--validate] [--output_file F | --output_dir D] [-- reference flags...]"
 
 usage_error() {
@@ -32,7 +39,8 @@ $(for c in $COLLECTIVES; do echo "                              $c"; done)
 
 Passed through to 'python -m reference' (see 'python -m reference --help'):
   -m M, --n N, -k K         problem size C[M x N] = A[M x K] @ B[K x N] (-n is NUM_GPUS here,
-                            so give N as --n N, or put reference flags after --)
+                            so give N as --n N, or put reference flags after --); default 8192^3 bf16
+                            on a GPU, on the CPU 48^3 fp32 (each rounded up to a multiple of NUM_GPUS)
   --datatype fp16|bf16|fp32|int8, --iters I, --warmup W, --validate, --seed S, --timeout_s T,
   --output_file FILE, --output_dir DIR, --device auto|cuda|cpu, --gather_layout row_major|rank_blocked
 
@@ -41,7 +49,8 @@ launched: a bad one is one line on stderr and exit code 2. Under torchrun they f
 that torchrun never reads them as its own (--n would be an ambiguous torchrun option).
 
 Environment: PYTHON (interpreter, default python), MPIRUN_ARGS / TORCHRUN_ARGS (extra launcher flags).
-Example: $PROG -n 2 -c all_reduce -m 8192 --n 8192 -k 8192 --datatype bf16 --validate --output_dir results/logs
+Examples: $PROG -n 2 -c all_reduce --validate --output_dir results/logs     (the device's default size)
+          $PROG -n 2 -c all_reduce -m 4864 --n 4096 -k 8256 --datatype bf16 --validate --output_dir results/logs
 EOF
 }
 
@@ -86,12 +95,6 @@ case "$launcher" in
     torchrun) ;;
     *) usage_error "-l must be mpirun or torchrun, got '$launcher'" ;;
 esac
-PYTHON="${PYTHON:-python}"
-command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
-
-# The reference package is found from anywhere, and output paths stay relative to the caller.
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-
 ref_args=(--collective "$collective" ${passthrough[@]+"${passthrough[@]}"})
 for arg in ${passthrough[@]+"${passthrough[@]}"}; do
     if [[ "$arg" == "-h" || "$arg" == "--help" ]]; then exec "$PYTHON" -m reference --help; fi

@@ -40,7 +40,11 @@ __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
 # The problem and run defaults. Everything that shapes the kernels (mode, SM split, tiles, stages, warps, TMA,
 # Stream-K schedule and rounds, communication tile) is the planner's (overlap/planner.py) unless given.
-CPU_DEFAULTS = {"m": 64, "n": 64, "k": 64, "iters": 3, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp16"}
+# The CPU's: a shape the interpreter runs in seconds that every algorithm can split over 1 to 4 ranks (48 is a
+# multiple of 1, 2, 3 and 4; another world size rounds it up, cpu_default_dim), in fp32, the datatype whose
+# atomic adds the interpreter makes exact across processes (its fp16 adds can lose updates; bf16 has none); two
+# timed steps (the interpreter's times say nothing of a GPU's: a CPU run checks that everything runs).
+CPU_DEFAULTS = {"m": 48, "n": 48, "k": 48, "iters": 2, "warmup": 1, "heap_size": 1 << 24, "datatype": "fp32"}
 GPU_DEFAULTS = {"m": 8192, "n": 8192, "k": 8192, "iters": 50, "warmup": 10, "heap_size": 1 << 33, "datatype": "bf16"}
 
 # Flag -> the OverlapConfig field it sets ("kernel.X": a field of its GEMM config). --tma takes on/off/auto.
@@ -156,9 +160,17 @@ class DefaultsOnce(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+def cpu_default_dim(name: str, world_size: int) -> int:
+    """The CPU's default of -m, -n or -k at this world size: CPU_DEFAULTS's, rounded up to a multiple of the world
+    size, so every algorithm can split it."""
+    return -(-CPU_DEFAULTS[name] // world_size) * world_size
+
+
 def _by_device(name: str) -> str:
     """The default of a flag whose default depends on the device (GPU_DEFAULTS, CPU_DEFAULTS)."""
-    return f"(default: {GPU_DEFAULTS[name]} on a GPU, {CPU_DEFAULTS[name]} on the CPU)"
+    rounded = " (rounded up to a multiple of the ranks)" if name in ("m", "n", "k") else ""
+    cpu = f"{CPU_DEFAULTS[name]} on the CPU{rounded}"
+    return f"(default: {GPU_DEFAULTS[name]} on a GPU, {cpu})"
 
 
 def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
@@ -173,6 +185,10 @@ def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
         formatter_class=DefaultsOnce,
     )
     a = p.add_argument
+    a("--nproc", type=int, default=None,
+      help="start this many ranks on this machine and run on them: mpirun (with --allow-run-as-root as root, and "
+      "--oversubscribe), else torchrun (default: none; under mpirun or torchrun each process is a rank, a plain "
+      "process is one rank alone)")
     a("--algorithm", default="one_shot", help=f"one of {', '.join(spec.ALGORITHMS)}")
     a("--mode", default=AUTO, help="; ".join([f"{AUTO}: {AUTO_HELP}", *(f"{m.name}: {m.help}"
                                                                         for m in spec.MODES.values())]))
@@ -219,8 +235,9 @@ def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
     a("--warmup", type=int_in(0, MAX_ITERS), default=None, help=f"untimed warm-up iterations {_by_device('warmup')}")
     a("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed of the inputs (same on every rank)")
     a("--timeout_s", type=timeout_seconds, default=None,
-      help=f"a spin-wait gives up and the run fails after about this long: seconds in (0, {MAX_TIMEOUT_S:g}] "
-      f"(default: {op_default['timeout_s']:g})")
+      help="every wait for a peer gives up after this long and the run fails on every rank: the kernels' spin-waits "
+      "(on the device's clock) and the host's barriers and exchanges (the ranks' launch waits at least 5 s): seconds "
+      f"in (0, {MAX_TIMEOUT_S:g}] (default: {op_default['timeout_s']:g})")
     a("--debug", action="store_true", help="print per-rank details")
     a("--validate", action="store_true", help="check C and each rank's partial against torch on the same inputs")
     a("--validate_iters", type=int_in(1, MAX_ITERS), default=1,
@@ -243,10 +260,10 @@ def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
     a("--trace_tiles", action="store_true",
       help="record per-tile timestamps; writes a timeline JSON and a Perfetto trace beside --output_file")
     a("--output_file", default=None, help="JSON log path, written by rank 0 (default: none)")
-    a("--tune", type=int_in(0, 16), nargs="?", const=4, default=0,
+    a("--tune", type=int_in(1, 16), nargs="?", const=4, default=0,
       help="measure the planner's best N candidates (4 when N is left out) for the flags left unset, validated and "
       "timed back to back, and store the fastest in the tuning cache, which later runs without those flags read "
-      "(default: off)")
+      "(default: off: leave the flag out; GPU only)")
     a("--tuning_cache", default=None,
       help="the tuning cache file (default: $STREAMK_PGAS_TUNING_CACHE, else ~/.cache/streamk-pgas/tuning.json)")
     return p
@@ -353,10 +370,19 @@ def parse_config(argv: list[str] | None, target: Target, world_size: int) -> Ben
     if unknown:
         raise ConfigError(unknown[0], "unknown flag (see --help)")
     defaults = dict(CPU_DEFAULTS if target.interpreted else GPU_DEFAULTS)
+    if target.interpreted:
+        defaults.update({d: cpu_default_dim(d, world_size) for d in ("m", "n", "k")})
     values = vars(ns)
     defaulted = [name for name in defaults if values.get(name) is None]
     values.update({name: defaults[name] for name in defaulted})
     defaulted += [flag for flag in OP_FLAGS if values.get(flag) in (None, AUTO) and flag not in defaulted]
+    for flag in ("output_file", "tuning_cache"):
+        if values[flag] == "":
+            raise ConfigError(f"--{flag}", "is empty: give a path, or leave the flag out"
+                              + (" for no log" if flag == "output_file" else " for the default cache"))
+    if values["tune"] and target.interpreted:
+        raise ConfigError("--tune", "measures the planner's candidates on a GPU; on the CPU the planner takes its one "
+                          "interpreter config and never reads the tuning cache")
     if values["tma"] not in ("auto", "on", "off"):
         raise ConfigError("--tma", f"must be auto, on or off, got {values['tma']!r}")
     if values["tma"] == "on" and not target.tma:
@@ -448,6 +474,12 @@ def check_environment() -> str:
         if name.startswith("STREAMK_PGAS_") and name not in known:
             raise ConfigError(name, f"unknown variable; the project reads {', '.join(sorted(known))}")
     env.check()
+    if os.environ.get(env.INTERPRET_ENV) == "0":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(env.INTERPRET_ENV, "0 compiles the kernels for a GPU, and torch sees none: leave it "
+                              "unset (the kernels then run in Triton's interpreter on the CPU) or set it to 1")
     backend = choose_backend()
     env.check(backend)  # the shm backend's default folder too
     fast_launch_enabled()

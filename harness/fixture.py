@@ -53,6 +53,7 @@ class OverlapFixture:
         _, self.local_n, self.local_k = self.family.gemm_shape(cfg.m, cfg.n, cfg.k, op.world)
         self.tracing = False  # set for the one traced iteration, so timed iterations carry no timer reads
         self._steps: dict[str, Step] = {}  # the steps this fixture has run, by kind
+        self._launched: set[int] = set()  # ids of the steps launched at least once (their first launch compiles)
         # Inputs: the same global A and B on every rank (same seed), each rank keeps its shard in the op's buffers.
         gen = torch.Generator(device=op.device).manual_seed(cfg.seed)
         self.a_full = random_inputs((cfg.m, cfg.k), cfg.datatype, gen, op.device)
@@ -64,9 +65,19 @@ class OverlapFixture:
 
     # ---- launches (through the op's steps) -----------------------------------------------------------------
     def _step(self, kind: str) -> Step:
+        start = time.monotonic()
         step = self.op.step_for(kind)
+        if self._steps.get(kind) is not step:
+            self._first_use(start)  # built now: its kernels bound (compiled, on a GPU)
         self._steps[kind] = step
         return step
+
+    def _first_use(self, start: float) -> None:
+        """The host time since `start` went into a step's first build or launch, where a GPU compiles its kernels:
+        every rank does it, each in its own time, so the next host wait allows for it on top of --timeout_s
+        (iris_ops.bootstrap.Bootstrap.allow_grace). The interpreter compiles nothing."""
+        if self.on_gpu:
+            self.op.shmem.bootstrap.allow_grace(time.monotonic() - start)
 
     def step(self, timer: Any = None) -> None:
         self.run(self._step("traced" if self.tracing else "step"), timer)
@@ -86,6 +97,13 @@ class OverlapFixture:
     def run(self, step: Step, timer: Any = None) -> None:
         """Queue a step; with `timer` (harness.timing.StepTimer) each kernel group is bracketed by a named span
         (the isolated benchmark's per-kernel times), launched piece by piece."""
+        first, start = id(step) not in self._launched, time.monotonic()
+        self._launched.add(id(step))
+        self._run(step, timer)
+        if first:
+            self._first_use(start)
+
+    def _run(self, step: Step, timer: Any = None) -> None:
         if timer is None:
             self.op.run(step)
             return

@@ -71,6 +71,24 @@ def summarize_ms(samples: list[float]) -> dict[str, float]:
             "p10": pct(0.10), "p90": pct(0.90), "count": len(ordered)}
 
 
+def flops_unit(tflops: list[float]) -> tuple[float, str]:
+    """(scale, unit) for rates given in TFLOP/s: the largest unit in which the largest finite value is at least 1
+    (a CPU's 1.3e-06 TFLOP/s reads as 1.3 MFLOP/s)."""
+    top = max((v for v in tflops if v is not None and math.isfinite(v)), default=1.0)
+    for scale, unit in ((1.0, "TFLOP/s"), (1e3, "GFLOP/s"), (1e6, "MFLOP/s"), (1e9, "kFLOP/s")):
+        if top * scale >= 1:
+            return scale, unit
+    return 1e12, "FLOP/s"
+
+
+def rate_text(tflops: float | None) -> str:
+    """A per-GPU rate for a terminal line, three significant digits in the unit that reads (never 0.0 TFLOP/s)."""
+    if tflops is None or not math.isfinite(tflops) or tflops <= 0:
+        return "n/a FLOP/s"
+    scale, unit = flops_unit([tflops])
+    return f"{tflops * scale:.3g} {unit}"
+
+
 # A run whose end-to-end p90 / p10 exceeds this is flagged `unstable`: its median may not be representative.
 UNSTABLE_SPREAD = 1.10
 

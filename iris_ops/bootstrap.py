@@ -12,8 +12,10 @@ mpi4py holds the GIL there, so no Python thread can time it out. `_Mpi` therefor
 watchdog process first: if MPI start-up (MPI_Init and the first collective) has not finished within
 the timeout, it prints one line and terminates this rank (SIGTERM, then SIGKILL), which makes mpirun
 end the job with a non-zero exit code. The timeout is IRIS_OPS_TIMEOUT_S (iris_ops.env: seconds,
-default 120, at least 5); `timeout_from_env` refuses a value out of range with a ValueError naming it
-(start-up itself falls back to the default, so that the ranks can refuse the value together once started).
+default 120, at least 5), or the program's own limit (iris_ops.env.set_host_timeout: benchmark.py's --timeout_s)
+with at least 5 s for the launch (iris_ops.env.launch_timeout); `timeout_from_env` refuses a value out of range
+with a ValueError naming it (start-up itself falls back to the default, so that the ranks can refuse the value
+together once started).
 
 Under MPI an exception that no one catches, on any rank, aborts the whole job (as
 `python -m mpi4py` does) after running the cleanups registered with `register_cleanup` (the shm
@@ -32,7 +34,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from iris_ops.env import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, MIN_TIMEOUT_S, TIMEOUT_ENV, abort_on_error, timeout_from_env
+from iris_ops.env import (
+    DEFAULT_TIMEOUT_S,
+    MAX_TIMEOUT_S,
+    MIN_TIMEOUT_S,
+    TIMEOUT_ENV,
+    abort_on_error,
+    launch_timeout,
+    timeout_from_env,
+    timeout_source,
+)
 
 __all__ = ["DEFAULT_TIMEOUT_S", "MAX_TIMEOUT_S", "MIN_TIMEOUT_S", "TIMEOUT_ENV", "Bootstrap", "get_bootstrap",
            "launched_by", "launcher_rank", "launcher_world_size", "register_cleanup", "run_cleanups", "started",
@@ -82,10 +93,12 @@ for sig in (signal.SIGTERM, signal.SIGKILL):
 
 
 @contextlib.contextmanager
-def startup_watchdog(timeout_s: float, what: str, rank: int | None = None, limit_set_by: str = TIMEOUT_ENV) -> Any:
+def startup_watchdog(timeout_s: float, what: str, rank: int | None = None, limit_set_by: str | None = None) -> Any:
     """Terminate this process if the `with` body (e.g. MPI_Init, which holds the GIL while it waits
-    for every rank) has not finished within timeout_s, after one line on stderr naming `what`."""
+    for every rank) has not finished within timeout_s, after one line on stderr naming `what` and what sets the
+    limit (`limit_set_by`, default: timeout_source())."""
     rank = launcher_rank() if rank is None else rank
+    limit_set_by = limit_set_by or timeout_source()
     message = (f"iris_ops: rank {rank}: {what} did not complete within {timeout_s:g} s: another rank died or "
                f"never started ({limit_set_by} sets the limit); stopping this rank")
     read_end, write_end = os.pipe()
@@ -132,6 +145,19 @@ class Bootstrap:
     local_rank: int = 0
     local_size: int = 1
     launcher: str = "single"
+    grace_s: float = 0.0  # added once to the next host wait's limit (allow_grace)
+
+    def allow_grace(self, seconds: float) -> None:
+        """Let the next host wait last `seconds` beyond its limit: this rank has just done work that every rank
+        does and that takes each a different time, the first compile of a kernel on a GPU (seconds to a minute):
+        the peers may still be at it, which a short limit would take for a lost peer."""
+        self.grace_s += max(0.0, seconds)
+
+    def _limit(self, timeout_s: float | None) -> float:
+        """A host wait's limit: `timeout_s` (default: iris_ops.env's), plus the grace allowed since the last wait."""
+        limit = (timeout_from_env() if timeout_s is None else timeout_s) + self.grace_s
+        self.grace_s = 0.0
+        return limit
 
     def barrier(self, timeout_s: float | None = None) -> None:
         return None
@@ -153,7 +179,7 @@ class _Single(Bootstrap):
 
 class _Mpi(Bootstrap):
     def __init__(self) -> None:
-        with startup_watchdog(timeout_from_env(fallback=DEFAULT_TIMEOUT_S), "MPI start-up"):
+        with startup_watchdog(launch_timeout(), "MPI start-up"):
             from mpi4py import MPI  # MPI_Init: returns once every rank of the job has started
 
             self.MPI = MPI
@@ -187,7 +213,7 @@ class _Mpi(Bootstrap):
         a rank that slept through the release would start its next timed iteration late, and its
         peers would wait for it. After that, sleeps back off to 1 ms."""
         start = time.monotonic()
-        timeout_s = timeout_from_env() if timeout_s is None else timeout_s
+        timeout_s = self._limit(timeout_s)
         deadline = start + timeout_s
         sleep = 1e-5
         while True:
@@ -200,8 +226,8 @@ class _Mpi(Bootstrap):
                 continue
             if now > deadline:
                 raise TimeoutError(
-                    f"rank {self.rank}: {what} did not complete within {timeout_s:g} s: "
-                    "another rank died or never arrived (IRIS_OPS_TIMEOUT_S sets the limit)"
+                    f"rank {self.rank}: {what} did not complete within {timeout_s:.3g} s: "
+                    f"another rank died or never arrived ({timeout_source()} sets the limit)"
                 )
             time.sleep(sleep)
             sleep = min(sleep * 2, 1e-3)
@@ -236,7 +262,7 @@ class _TorchRun(Bootstrap):
         self.world_size = int(os.environ["WORLD_SIZE"])
         self.local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
         self.local_size = int(os.environ.get("LOCAL_WORLD_SIZE", self.world_size))
-        timeout_s = timeout_from_env(fallback=DEFAULT_TIMEOUT_S)
+        timeout_s = launch_timeout()
         try:
             if not dist.is_initialized():
                 dist.init_process_group("gloo", rank=self.rank, world_size=self.world_size,
@@ -250,13 +276,13 @@ class _TorchRun(Bootstrap):
     def barrier(self, timeout_s: float | None = None) -> None:
         import datetime
 
-        timeout_s = timeout_s or timeout_from_env()
+        timeout_s = self._limit(timeout_s)
         try:
             self.dist.monitored_barrier(group=self.group, timeout=datetime.timedelta(seconds=timeout_s))
         except RuntimeError as exc:  # gloo's timeout, or a peer that closed its connection
             raise TimeoutError(
-                f"rank {self.rank}: barrier did not complete within {timeout_s:g} s: another rank died or never "
-                f"arrived ({TIMEOUT_ENV} sets the limit; {_first_line(exc)})"
+                f"rank {self.rank}: barrier did not complete within {timeout_s:.3g} s: another rank died or never "
+                f"arrived ({timeout_source()} sets the limit; {_first_line(exc)})"
             ) from None
 
     def allgather(self, obj: Any, timeout_s: float | None = None) -> list[Any]:
@@ -284,11 +310,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 def startup_failure(rank: int, what: str, timeout_s: float, exc: BaseException,
-                    limit_set_by: str = TIMEOUT_ENV) -> str:
+                    limit_set_by: str | None = None) -> str:
     """The one line for a start-up that failed (e.g. torch's DistStoreError from init_process_group): the
     project's words, then the cause's first line."""
     return (f"rank {rank}: {what} did not complete within {timeout_s:g} s: another rank died or never started "
-            f"({limit_set_by} sets the limit; {_first_line(exc)})")
+            f"({limit_set_by or timeout_source()} sets the limit; {_first_line(exc)})")
 
 
 _MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")

@@ -24,7 +24,8 @@ this process). Added here, beyond Iris:
                                                                          elimination (recomputed where used)
 
 `wait` spins on acquire loads (no read-modify-write in the loop) until the flag is >= value and
-gives up after `max_spins` polls, returning False: a caller records the timeout in an error word
+gives up once the device's clock passes its deadline (`max_spins`: the budget `spin_budget(timeout_s)` gives),
+returning False: a caller records the timeout in an error word
 that the host turns into an exception, so no spin can hang a run. Flags hold epochs (the
 iteration number) rather than booleans, so a flag left over from an earlier iteration is always
 smaller than the one awaited and never needs a racy reset.
@@ -36,6 +37,7 @@ on the CPU (iris_ops.env.use_interpreter_without_gpu).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -339,34 +341,95 @@ def _acquire_rmw(ptr, scope: tl.constexpr):
 
 POLL_PAUSE_S = 1e-4  # the interpreter's pause between two polls of a wait
 
+# A wait gives up on the device's own clock, not after a count of polls: a poll's cost varies too much for a count
+# to mean a time (0.2 us for a local flag on a GPU, 1-3 us for a peer's over NVLink, 0.5-1.2 ms in the
+# interpreter). The clock is read in units of 2^WAIT_UNIT_SHIFT ticks, as an int32 that wraps around (a wait
+# compares differences, which stay right for any budget below 2^31 units), so a wait keeps one 32-bit deadline
+# where it kept a 32-bit poll count. A unit is 65.5 us of NVIDIA's %globaltimer (ns) and of the interpreter's
+# time.monotonic_ns, 655 us of AMD's s_memrealtime (100 MHz).
+WAIT_UNIT_SHIFT = 16
+_WAIT_UNIT_SHIFT: tl.constexpr = tl.constexpr(WAIT_UNIT_SHIFT)
+_INTERPRETED: tl.constexpr = tl.constexpr(INTERPRETED)
+CLOCK_HZ = {0: 1e9, 1: 1e9, 2: 1e8}  # ARCH -> ticks per second of the clock `_now_units` reads
+
 
 if INTERPRETED:
+    _CLOCK_ORIGIN_NS = time.monotonic_ns()
+
     def _poll_pause() -> None:
         """Between two polls of a wait in the interpreter: give the CPU away for a moment. Ranks are processes
         that often outnumber the cores (mpirun --oversubscribe), and a rank spinning on a flag would otherwise
-        take CPU time from the peer that is to set it. A poll then costs more, so waits give up no sooner."""
+        take CPU time from the peer that is to set it."""
         time.sleep(POLL_PAUSE_S)
+
+    def _now_units() -> int:
+        """The interpreter's clock in wait units: the host's monotonic clock since this module was imported."""
+        return (time.monotonic_ns() - _CLOCK_ORIGIN_NS) >> WAIT_UNIT_SHIFT
 else:
     @triton.jit
     def _poll_pause():
         """Compiled: nothing (the hardware scheduler runs other programs while one polls)."""
         pass
 
+    @triton.jit
+    def _now_units():
+        """The device clock in wait units (int32, wrapping) where `_poll` reads it apart from the flag: AMD's
+        s_memrealtime. A build for ARCH 0 outside the interpreter has no clock and is never launched (it is made
+        only where there is no GPU): `_deadline` ignores it."""
+        if _ARCH == 2:
+            t = tl.inline_asm_elementwise("s_memrealtime $0\ns_waitcnt lgkmcnt(0)", "=s", [], dtype=tl.int64,
+                                          is_pure=False, pack=1)
+            u = (t >> _WAIT_UNIT_SHIFT).to(tl.int32)
+        else:
+            u = tl.full((), 0, tl.int32)
+        return u
+
+
+@triton.jit
+def _poll(ptr, scope: tl.constexpr):
+    """(the int32 at ptr, read with acquire semantics; the clock in wait units). NVIDIA: the load and %globaltimer
+    in one asm block, as the poll was a single load before waits read a clock (a second block in the loop made two
+    world-8 fused kernels spill on sm_90)."""
+    if _ARCH == 1:
+        if scope == "gpu":
+            v, t = tl.inline_asm_elementwise(
+                "{ .reg .u64 t; ld.acquire.gpu.global.b32 $0, [$2]; mov.u64 t, %globaltimer; shr.u64 t, t, 16; "
+                "cvt.u32.u64 $1, t; }", "=r,=r,l", [ptr], dtype=(tl.int32, tl.int32), is_pure=False, pack=1)
+        else:
+            v, t = tl.inline_asm_elementwise(
+                "{ .reg .u64 t; ld.acquire.sys.global.b32 $0, [$2]; mov.u64 t, %globaltimer; shr.u64 t, t, 16; "
+                "cvt.u32.u64 $1, t; }", "=r,=r,l", [ptr], dtype=(tl.int32, tl.int32), is_pure=False, pack=1)
+    else:
+        v = _acquire_load(ptr, scope)
+        t = _now_units()
+    return v, t
+
+
+@triton.jit
+def _deadline(now, budget):
+    """The clock (wait units, int32, wrapping) at which a wait that started at `now` with `budget` units
+    (spin_budget) gives up: a wait polls while `now - deadline < 0`."""
+    if _INTERPRETED or _ARCH != 0:
+        at = now + budget
+    else:  # a build with no clock (made where there is no GPU, never launched): give up after the first poll
+        at = now - 1
+    return at
+
 
 @triton.jit
 def wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope: tl.constexpr = None):
-    """Spin until flag_rank's int32 flag is >= value; False if max_spins polls did not see it.
+    """Spin until flag_rank's int32 flag is >= value; False if it was not seen before the wait's time ran out
+    (`max_spins`: the budget spin_budget(timeout_s) gives).
 
     NVIDIA polls with `ld.acquire`; elsewhere volatile loads poll and one acquire atomic that
     reads the flag after the loop orders what follows (it reads the value the loop saw or a later one).
     """
     ptr = translate(flag_ptr, cur_rank, flag_rank, heap_bases)
-    spins = 0
-    seen = _acquire_load(ptr, scope)
-    while (seen < value) & (spins < max_spins):
+    seen, now = _poll(ptr, scope)
+    deadline = _deadline(now, max_spins)
+    while (seen < value) & ((now - deadline) < 0):
         _poll_pause()
-        seen = _acquire_load(ptr, scope)
-        spins += 1
+        seen, now = _poll(ptr, scope)
     if _ARCH != 1:
         seen = _acquire_rmw(ptr, scope)
     return seen >= value
@@ -375,12 +438,11 @@ def wait(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, scope: tl.
 @triton.jit
 def wait_local(flag_ptr, value, max_spins, scope: tl.constexpr = None):
     """`wait` on a flag in the caller's own memory (no translation)."""
-    spins = 0
-    seen = _acquire_load(flag_ptr, scope)
-    while (seen < value) & (spins < max_spins):
+    seen, now = _poll(flag_ptr, scope)
+    deadline = _deadline(now, max_spins)
+    while (seen < value) & ((now - deadline) < 0):
         _poll_pause()
-        seen = _acquire_load(flag_ptr, scope)
-        spins += 1
+        seen, now = _poll(flag_ptr, scope)
     if _ARCH != 1:
         seen = _acquire_rmw(flag_ptr, scope)
     return seen >= value
@@ -454,14 +516,13 @@ def wait_or_error(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, e
 @triton.jit
 def wait_local_or_error(flag_ptr, value, max_spins, error_ptr, scope: tl.constexpr = None):
     """`wait_local` (a flag in the caller's own memory) that also gives up once the error word is non-zero."""
-    spins = 0
-    seen = _acquire_load(flag_ptr, scope)
+    seen, now = _poll(flag_ptr, scope)
+    deadline = _deadline(now, max_spins)
     err = tl.load(error_ptr, volatile=True)
-    while (seen < value) & (spins < max_spins) & (err == 0):
+    while (seen < value) & ((now - deadline) < 0) & (err == 0):
         _poll_pause()
-        seen = _acquire_load(flag_ptr, scope)
+        seen, now = _poll(flag_ptr, scope)
         err = tl.load(error_ptr, volatile=True)
-        spins += 1
     if _ARCH != 1:
         seen = _acquire_rmw(flag_ptr, scope)
     return seen >= value
@@ -489,11 +550,7 @@ def read_timer(clock_ptr, KIND: tl.constexpr):
 
 
 def spin_budget(timeout_s: float) -> int:
-    """Polls a `wait` may make so that it gives up no sooner than timeout_s on this device.
-
-    A poll costs at least ~0.2 us on a GPU (an acquire load that reaches L2; a remote poll ~1 us, so
-    remote waits give up up to ~5x later; the flag round trip measured 3 us on 2 x H200) and at
-    least ~0.5 ms in the interpreter (0.75-1.2 ms measured on a 2-core machine).
-    """
-    per_poll_s = 5e-4 if ARCH == 0 else 2e-7
-    return int(min(2**31 - 1, max(1.0, timeout_s / per_poll_s)))
+    """The budget of a `wait` that gives up after timeout_s on this process's device: units of 2^WAIT_UNIT_SHIFT
+    ticks of its clock (`_now`), rounded up, at least one."""
+    units = math.ceil(timeout_s * CLOCK_HZ[ARCH] / (1 << WAIT_UNIT_SHIFT))
+    return int(min(2**31 - 1, max(1, units)))

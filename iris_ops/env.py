@@ -3,14 +3,15 @@
 line naming the variable and what is valid (ConfigError; exit code 2 through iris_ops.entry.run_main).
 
     IRIS_OPS_TIMEOUT_S       seconds any host wait for a peer may last (start-up, barriers, exchanges);
-                             default 120, valid [5, 86400] (MIN_TIMEOUT_S: see there)
+                             default 120, valid [5, 86400] (MIN_TIMEOUT_S: see there); a program with a limit
+                             of its own sets that instead (set_host_timeout: benchmark.py's --timeout_s)
     IRIS_OPS_BACKEND         heap backend: auto (default), shm, cuda, hip, symm
     IRIS_OPS_SHM_DIR         folder of the shm backend's heap files: default /dev/shm; must exist, be a
                              folder, and take new files
     IRIS_OPS_ABORT_ON_ERROR  1 (default): an uncaught exception on a rank aborts the MPI job; 0: it does not
     STREAMK_PGAS_SHARE_GPU   1: ranks may share a GPU (a correctness test only); 0 or unset: one rank per GPU
     TRITON_INTERPRET         Triton's own: 1 runs kernels in its interpreter on the CPU; set to 1 when unset and
-                             there is no GPU (use_interpreter_without_gpu)
+                             there is no GPU (use_interpreter_without_gpu); 0 or 1 (iris_ops.device reads "1")
 
 Any other IRIS_OPS_* variable is refused by check() (a misspelt name would otherwise be ignored).
 Nothing here imports torch, so the check is fast.
@@ -59,10 +60,42 @@ def _timeout_problem(text: str) -> str | None:
     return f"must be a number of seconds in [{MIN_TIMEOUT_S:g}, {MAX_TIMEOUT_S:g}], got {text!r}{why}"
 
 
+# A program's own limit on its host waits (set_host_timeout), in place of IRIS_OPS_TIMEOUT_S: (seconds, its name).
+_host_limit: tuple[float, str] | None = None
+
+
+def set_host_timeout(seconds: float | None, set_by: str = "") -> None:
+    """From now on every host wait of this process (start-up, barriers, exchanges) gives up after `seconds`,
+    whatever IRIS_OPS_TIMEOUT_S says: for a program with a limit of its own that bounds all of its waits (benchmark.py's
+    --timeout_s, named `set_by` in the messages). None: IRIS_OPS_TIMEOUT_S again."""
+    global _host_limit
+    if seconds is None:
+        _host_limit = None
+        return
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"set_host_timeout: seconds must be a positive finite number, got {seconds!r}")
+    _host_limit = (float(seconds), set_by or "the program's limit")
+
+
+def timeout_source() -> str:
+    """What sets the host waits' limit, as the messages name it: the program's own limit, or IRIS_OPS_TIMEOUT_S."""
+    return _host_limit[1] if _host_limit is not None else TIMEOUT_ENV
+
+
+def launch_timeout() -> float:
+    """The limit of the ranks' launch (MPI_Init, torch.distributed's rendezvous): the host waits' limit, but at least
+    MIN_TIMEOUT_S, since the ranks reach it after importing their libraries, seconds apart on a busy machine
+    (an invalid IRIS_OPS_TIMEOUT_S counts as the default here: the ranks start, then refuse it together)."""
+    return max(MIN_TIMEOUT_S, timeout_from_env(fallback=DEFAULT_TIMEOUT_S))
+
+
 def timeout_from_env(fallback: float | None = None) -> float:
-    """IRIS_OPS_TIMEOUT_S in seconds (DEFAULT_TIMEOUT_S when unset); for a value outside [MIN_TIMEOUT_S,
-    MAX_TIMEOUT_S], a ValueError "IRIS_OPS_TIMEOUT_S: ...", or `fallback` when one is given (start-up uses
-    the default, so that the ranks can start and refuse the value together)."""
+    """The host waits' limit in seconds: the program's own (set_host_timeout) when it set one, else
+    IRIS_OPS_TIMEOUT_S (DEFAULT_TIMEOUT_S when unset); for a value outside [MIN_TIMEOUT_S, MAX_TIMEOUT_S], a
+    ValueError "IRIS_OPS_TIMEOUT_S: ...", or `fallback` when one is given (start-up uses the default, so that the
+    ranks can start and refuse the value together)."""
+    if _host_limit is not None:
+        return _host_limit[0]
     text = os.environ.get(TIMEOUT_ENV, "").strip()
     if not text:
         return DEFAULT_TIMEOUT_S
@@ -144,7 +177,7 @@ def check(backend: str | None = None) -> None:
         problem = shm_dir_problem(shm_dir())
         if problem:
             raise ConfigError(SHM_DIR_ENV, problem)
-    for flag in (ABORT_ENV, SHARE_GPU_ENV):
+    for flag in (ABORT_ENV, SHARE_GPU_ENV, INTERPRET_ENV):  # TRITON_INTERPRET: iris_ops.device reads "1" only
         flag_from_env(flag, False)
 
 

@@ -100,6 +100,8 @@ PLANNED_FIELDS = ("mode", "total_sms", "gemm_sms", "kernel", "sk_rounds", "sched
 
 def heap_bytes(cfg: OverlapConfig, world_size: int) -> int:
     """Bytes of symmetric heap one op allocates on each rank (an upper bound while the GEMM tile is unplanned)."""
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"world_size: must be a positive integer (the ranks), got {world_size!r}")
     check_names(cfg)
     if cfg.algorithm not in spec.ALGORITHMS:  # a family: enough for any of its algorithms
         return max(heap_bytes(dataclasses.replace(cfg, algorithm=name), world_size)
@@ -197,7 +199,7 @@ def check_given(cfg: OverlapConfig) -> None:
         check_kernel(cfg.kernel, cfg.datatype)
     if cfg.sk_rounds is not None and not 1 <= cfg.sk_rounds <= MAX_SK_ROUNDS:
         raise InvalidConfig("sk_rounds", f"sk_rounds must be in 1..{MAX_SK_ROUNDS}, got {cfg.sk_rounds}")
-    for name in ("total_sms", "gemm_sms"):
+    for name in ("total_sms", "gemm_sms", "comm_tile_m", "comm_tile_n"):
         v = getattr(cfg, name)
         if v is not None and v < 1:
             raise InvalidConfig(name, f"{name} must be >= 1, got {v}")

@@ -138,6 +138,9 @@ class OverlapOp:
     # ---- calling ------------------------------------------------------------------------------------------
     def __call__(self, a: torch.Tensor | None = None, b: torch.Tensor | None = None) -> torch.Tensor:
         """Queue one step on the current stream; returns C (the op's buffer). Collective: every rank calls it."""
+        if (a is None) != (b is None):  # one of the op's own buffers with a tensor of the caller's: a mistake
+            raise ValueError(f"OverlapOp: {'b' if b is None else 'a'} is missing: give a and b, or neither (the op's "
+                             "own op.a and op.b)")
         a = self.buffers.a if a is None else a
         b = self.buffers.b if b is None else b
         try:  # everything the checks and the step depend on (a non-tensor goes to the checks, which name it)

@@ -27,6 +27,7 @@ from harness.checks import (
     int_in,
     timeout_seconds,
 )
+from harness.config import DefaultsOnce
 from harness.timing import START_SYNCS
 
 DATATYPES = tuple(spec.DATATYPES)
@@ -48,6 +49,29 @@ COLLECTIVES: dict[str, tuple[str, ...]] = {
 SPLIT_DIMS: dict[str, tuple[str, ...]] = {key: b.family.split_dims() for key, b in spec.BASELINES.items()}
 
 GATHER_LAYOUTS = ("row_major", "rank_blocked")
+
+# The problem when -m/-n/-k/--datatype are left out: benchmark.py's on the same device (harness.config): 8192^3 bf16
+# on a GPU; on the CPU (torch and gloo) its small shape, rounded up to a multiple of the ranks, in fp32.
+GPU_PROBLEM = {"m": 8192, "n": 8192, "k": 8192, "datatype": "bf16"}
+
+
+def on_gpu(device: str) -> bool:
+    """Whether --device means a GPU (auto: torch sees one; torch is imported only then)."""
+    if device != "auto":
+        return device == "cuda"
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def default_problem(device: str, world_size: int) -> dict[str, Any]:
+    """-m, -n, -k and --datatype when left out, for --device on `world_size` ranks."""
+    if on_gpu(device):
+        return dict(GPU_PROBLEM)
+    from harness.config import CPU_DEFAULTS, cpu_default_dim
+
+    return {**{d: cpu_default_dim(d, world_size) for d in ("m", "n", "k")}, "datatype": CPU_DEFAULTS["datatype"]}
+
 
 @dataclass
 class RefConfig:
@@ -86,15 +110,17 @@ def build_parser() -> argparse.ArgumentParser:
             f"{c} = {', '.join(v)}" if c == "all" or len(v) > 1 else f"{c}: {VARIANT_HELP[v[0]]}"
             for c, v in COLLECTIVES.items()
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsOnce,
     )
     a = p.add_argument
     a("--collective", default="all_reduce", choices=tuple(COLLECTIVES), help="which baseline(s) to run")
     dim = int_in(1, MAX_DIM)  # cuBLAS / hipBLAS take 32-bit dimensions
-    a("-m", "--m", dest="m", type=dim, default=8192, help="rows of A and C")
-    a("-n", "--n", dest="n", type=dim, default=8192, help="columns of B and C")
-    a("-k", "--k", dest="k", type=dim, default=8192, help="columns of A / rows of B")
-    a("--datatype", default="bf16", choices=DATATYPES, help="input datatype (int8 accumulates into int32)")
+    by_device = "(default: 8192 on a GPU; on the CPU 48, rounded up to a multiple of the ranks)"
+    a("-m", "--m", dest="m", type=dim, default=None, help=f"rows of A and C {by_device}")
+    a("-n", "--n", dest="n", type=dim, default=None, help=f"columns of B and C {by_device}")
+    a("-k", "--k", dest="k", type=dim, default=None, help=f"columns of A / rows of B {by_device}")
+    a("--datatype", default=None, choices=DATATYPES,
+      help="input datatype (int8 accumulates into int32) (default: bf16 on a GPU, fp32 on the CPU)")
     a("--iters", type=int_in(1, MAX_ITERS), default=50, help="timed iterations (medians are reported)")
     a("--warmup", type=int_in(0, MAX_ITERS), default=10, help="untimed warm-up iterations (NCCL warm-up included)")
     a("--validate", action="store_true", help="compare with a float64 product of the same inputs")
@@ -120,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_config(cfg: RefConfig, world_size: int) -> None:
     """Refusals that need the world size (all flag types and ranges were checked by the parser)."""
+    for flag in ("output_file", "output_dir"):
+        if getattr(cfg, flag) == "":
+            raise ConfigError(f"--{flag}", "is empty: give a path, or leave the flag out")
     if cfg.output_file and cfg.output_dir:
         raise ConfigError("--output_file", "give either --output_file or --output_dir, not both")
     for variant in cfg.variants:
@@ -136,7 +165,11 @@ def check_config(cfg: RefConfig, world_size: int) -> None:
 def parse_config(argv: list[str] | None, world_size: int) -> RefConfig:
     """Flags -> a checked RefConfig. Raises ConfigError naming the first bad flag."""
     ns = build_parser().parse_args(argv)
-    cfg = RefConfig(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(RefConfig)})
+    values = {f.name: getattr(ns, f.name) for f in dataclasses.fields(RefConfig)}
+    if any(values[d] is None for d in GPU_PROBLEM):
+        problem = default_problem(values["device"], world_size)
+        values.update({d: problem[d] for d in GPU_PROBLEM if values[d] is None})
+    cfg = RefConfig(**values)
     check_config(cfg, world_size)
     return cfg
 

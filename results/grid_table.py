@@ -25,7 +25,9 @@ ratio = best peer ms / ours ms (> 1: ours is faster). Timing basis per row: `loo
 back to back) when ours and every peer with a time have it, else `isolated` (timing.e2e_ms, the median of
 isolated steps); spreads are p10-p90 of the same measure. A family whose planned runs left no validated,
 timed log is a failure row (FAIL), never dropped. A row is one (cell, family); the geomean is over every row
-with a ratio, all families pooled, and per family.
+with a ratio, all families pooled, and per family. `interpreted`: ours ran on the CPU backend (Triton's
+interpreter), so its ratio to the peers (torch and gloo on the CPU) says nothing of a GPU's; the figure's title
+says so.
 """
 
 from __future__ import annotations
@@ -121,6 +123,7 @@ def record_row(rec: dict[str, Any]) -> dict[str, Any]:
         "datatype": sizes.get("datatype", flags.get("datatype")),
         "world_size": rec.get("world_size"),
         "device": (rec.get("device") or {}).get("name") or "?",
+        "backend": (rec.get("device") or {}).get("backend"),  # "cpu": ours ran in Triton's interpreter
         "e2e_ms": e2e,
         "e2e_p10": _num(timing.get("e2e_p10_ms"), e2e_stats.get("p10")),
         "e2e_p90": _num(timing.get("e2e_p90_ms"), e2e_stats.get("p90")),
@@ -244,7 +247,8 @@ def build_table(df: pd.DataFrame, planned: dict[str, Any] | None = None, failure
             timed = ours_ok[ours_ok[col].notna()]
             row: dict[str, Any] = {"shape": f"{m}x{n}x{k}", "m": m, "n": n, "k": k, "datatype": dt, "world_size": w,
                                    "family": fam, "output": FAMILY_OUTPUT[fam], "peers": ",".join(PEERS[fam]),
-                                   "device": ", ".join(devices) or "?", "timing": basis}
+                                   "device": ", ".join(devices) or "?", "timing": basis,
+                                   "interpreted": bool((ours["backend"] == "cpu").any())}
             if timed.empty:
                 best = None
                 why = []
@@ -495,6 +499,9 @@ def plot_grid(table: pd.DataFrame, out: Path, summary: dict[str, Any] | None = N
         title = (f"Ours vs the best equal-output peer: {device}, world size {w}, timing: {basis}\n"
                  f"geomean {s['geomean']:.2f}x over the {s['with_ratio']} of {s['rows']} rows (cell x family) with a "
                  f"ratio, all families pooled; per family: {gm}\nlosses: {s['losses']}, failures: {s['failures']}")
+        if "interpreted" in t.columns and t["interpreted"].any():
+            title += ("\nCPU: ours ran in Triton's interpreter, the peers on torch and gloo: these ratios say nothing "
+                      "of a GPU's")
         fig = grid_figure(t, title)
         path = out / f"grid_{_slug(device)}_w{w}.png"
         fig.savefig(path, dpi=130, bbox_inches="tight")

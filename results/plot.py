@@ -6,8 +6,9 @@ Reads every run-log record (harness.runlog.read_records) into a pandas table, pr
 speed-up over the matching vendor baseline (all_reduce and one_shot vs the library all_reduce,
 all_scatter vs the library all_gather, same device, world size, datatype and shape), saves it as
 summary.csv, and draws with matplotlib (Agg):
-  bars_*.png    per shape: end-to-end time (whiskers: p10-p90) and TFLOP/s per GPU of every algorithm
-                and mode (best --gemm_sms), beside the references (grey, hatched)
+  bars_*.png    per shape: end-to-end time (whiskers: p10-p90) and throughput per GPU of every algorithm
+                and mode (best --gemm_sms), beside the references (grey, hatched), one row each (12 in wide at
+                any count); CPU runs of ours (Triton's interpreter) hatched, labelled, and with no throughput
   sweep_*.png   per shape with several --gemm_sms values: time vs gemm_sms per algorithm and mode,
                 references as horizontal lines
   gantt_*.png   per tile-timeline JSON (harness/trace.py) found among the inputs or given with
@@ -20,6 +21,7 @@ import argparse
 import math
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import matplotlib
+import matplotlib.text
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -36,7 +39,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 import spec
-from harness.runlog import read_records
+from harness.runlog import flops_unit, read_records
 from harness.trace import TIMELINE_SCHEMA, read_timeline
 
 # Benchmark algorithm -> the reference algorithm it is compared with.
@@ -52,6 +55,9 @@ MODE_COLORS = {"bulk_sync": "#4c72b0", "two_streams": "#dd8452", "fused": "#55a8
 ALGORITHM_STYLES = {"all_reduce": ("-", "o"), "one_shot": ("--", "s"), "all_scatter": (":", "^")}
 REFERENCE_COLOR = "0.65"
 REFERENCE_HATCH = "//"
+INTERPRETER_HATCH = ".."
+BAR_FIGURE_WIDTH_IN = 12.0  # bar charts: 1560 px at BAR_DPI, whatever the number of runs (rows grow downwards)
+BAR_DPI = 130
 ROLE_COLORS = {"gemm": "#4c72b0", "wait": "#e8c07d", "comm": "#55a868"}
 GROUP_KEYS = ["device", "world_size", "datatype", "shape"]
 TABLE_COLUMNS = ["producer", "algorithm", "implementation", "mode", "options", "shape", "datatype", "world_size",
@@ -110,6 +116,8 @@ def _row(rec: dict[str, Any]) -> dict[str, Any]:
         "valid": (rec.get("validation") or {}).get("passed"),
         "skipped": rec.get("skipped"),
         "vendor_baseline": bool(rec.get("vendor_baseline")) and rec.get("gather_layout", "row_major") == "row_major",
+        # ours on the CPU backend: kernels in Triton's interpreter (the references there are torch and gloo)
+        "interpreted": rec.get("producer") != "reference" and (rec.get("device") or {}).get("backend") == "cpu",
         "path": rec.get("_path"),
     }
 
@@ -158,66 +166,144 @@ def _title(device: str, world_size: Any, datatype: str, shape: str, what: str) -
 
 
 def _bar_entries(group: pd.DataFrame) -> list[dict[str, Any]]:
-    """One bar per benchmark (algorithm, mode) at its best gemm_sms, then one per reference."""
+    """One bar per benchmark (algorithm, mode) at its best gemm_sms, then one per reference; each with a one-line
+    label."""
     entries = []
     bench = group[group["producer"] != "reference"]
     for (alg, mode, opts), g in bench.groupby(["algorithm", "mode", "options"], dropna=False, sort=True):
         row = g.loc[g["e2e_ms"].idxmin()]
-        sms = "" if pd.isna(row["gemm_sms"]) else f"\ng={int(row['gemm_sms'])}"
-        extra = f"\n{opts}" if opts else ""
-        entries.append({"label": f"{alg}\n{mode}{sms}{extra}", "row": row, "ref": False,
-                        "color": MODE_COLORS.get(str(mode), "#8172b2")})
+        sms = "" if pd.isna(row["gemm_sms"]) else f" g={int(row['gemm_sms'])}"
+        extra = f" · {opts}" if opts else ""
+        entries.append({"label": f"{alg} {mode}{sms}{extra}", "row": row, "ref": False, "mode": str(mode),
+                        "interpreted": bool(row["interpreted"]), "color": MODE_COLORS.get(str(mode), "#8172b2")})
     refs = group[group["producer"] == "reference"]
     for (alg, impl), g in refs.groupby(["algorithm", "implementation"], sort=True):
         row = g.loc[g["e2e_ms"].idxmin()]
-        entries.append({"label": f"ref {alg}\n{impl}", "row": row, "ref": True, "color": REFERENCE_COLOR})
+        entries.append({"label": f"ref {alg} · {impl}", "row": row, "ref": True, "mode": "", "interpreted": False,
+                        "color": REFERENCE_COLOR})
     return entries
 
 
-def plot_bars(df: pd.DataFrame, out: Path) -> list[Path]:
-    written = []
+def _value_text(v: float) -> str:
+    """A bar's number: three significant digits, never in exponent form (the axis's unit is scaled to suit)."""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    v = float(f"{v:.3g}")
+    digits = max(0, 2 - math.floor(math.log10(abs(v))))
+    return f"{v:.{digits}f}"
+
+
+def _draw_panel(ax: Any, entries: list[dict[str, Any]], values: list[float], xlabel: str, whiskers: bool) -> None:
+    """Horizontal bars, one row per entry (top to bottom), each with its number at the bar's end."""
+    y = list(range(len(entries)))
+    finite = [v for v in values if math.isfinite(v) and v > 0]
+    log = bool(finite) and max(finite) / min(finite) > 100  # bars 100x apart: a linear axis hides the short ones
+    shown = [v if math.isfinite(v) else 0.0 for v in values]
+    bars = ax.barh(y, shown, color=[e["color"] for e in entries], edgecolor="black", linewidth=0.6, height=0.7)
+    for bar, e in zip(bars, entries):
+        if e["ref"]:
+            bar.set_hatch(REFERENCE_HATCH)
+        elif e["interpreted"]:
+            bar.set_hatch(INTERPRETER_HATCH)
+            bar.set_alpha(0.55)
+    ends = list(shown)
+    for i, e in enumerate(entries):
+        lo, hi, v = e["row"].get("e2e_p10", math.nan), e["row"].get("e2e_p90", math.nan), values[i]
+        if whiskers and not (math.isnan(lo) or math.isnan(hi) or math.isnan(v)):
+            ax.errorbar(v, i, xerr=[[max(0.0, v - lo)], [max(0.0, hi - v)]], fmt="none", ecolor="black",
+                        elinewidth=0.8, capsize=2.5)
+            ends[i] = max(v, hi)
+    for i, (v, end) in enumerate(zip(values, ends)):
+        if math.isfinite(v) and end > 0:
+            ax.annotate(_value_text(v), (end, i), xytext=(3, 0), textcoords="offset points", ha="left", va="center",
+                        fontsize=7)
+        else:  # no bar: the word at the axis's left edge (axes coordinates: a log axis has no 0)
+            ax.annotate("n/a" if not math.isfinite(v) else _value_text(v), (0, i), xycoords=ax.get_yaxis_transform(),
+                        xytext=(3, 0), textcoords="offset points", ha="left", va="center", fontsize=7)
+    if log:
+        ax.set_xscale("log")
+        lo = min(finite) / 2
+        ax.set_xlim(lo, max(ends) * 8)
+        xlabel += " (log scale)"
+    else:
+        ax.set_xlim(0, max([*ends, 1e-12]) * 1.22)  # room for the numbers after the longest bar
+    ax.set_yticks(y, [e["label"] for e in entries], fontsize=7)
+    ax.set_ylim(len(entries) - 0.5, -0.5)  # the first entry on top
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def bar_figures(df: pd.DataFrame) -> Iterator[tuple[str, Any]]:
+    """(file name, figure) per (device, world size, datatype, shape): end-to-end time and throughput per algorithm
+    and mode beside the references, as horizontal bars (one labelled row each, so any number of runs stays
+    BAR_FIGURE_WIDTH_IN wide); runs of ours in Triton's interpreter are hatched and labelled as such, with no
+    throughput. The caller saves and closes each figure."""
     for (device, w, dt, shape), group in df.groupby(GROUP_KEYS, sort=True):
         entries = _bar_entries(group)
         if not entries:
             continue
-        fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 1.5 * len(entries) + 3), 5.2))
-        for ax, col, ylabel in ((axes[0], "e2e_ms", "end-to-end time (ms)"),
-                                (axes[1], "tflops", "TFLOP/s per GPU")):
-            values = [e["row"][col] for e in entries]
-            bars = ax.bar(range(len(entries)), values, color=[e["color"] for e in entries],
-                          hatch=None, edgecolor="black", linewidth=0.6)
-            for bar, e in zip(bars, entries):
-                if e["ref"]:
-                    bar.set_hatch(REFERENCE_HATCH)
-            tops = list(values)
-            if col == "e2e_ms":  # whiskers: p10-p90 of the isolated steps, where the log has them
-                for x, e in enumerate(entries):
-                    lo, hi, v = e["row"].get("e2e_p10", math.nan), e["row"].get("e2e_p90", math.nan), values[x]
-                    if not (math.isnan(lo) or math.isnan(hi) or math.isnan(v)):
-                        ax.errorbar(x, v, yerr=[[max(0.0, v - lo)], [max(0.0, hi - v)]], fmt="none",
-                                    ecolor="black", elinewidth=0.8, capsize=3)
-                        tops[x] = max(v, hi)
-            for x, (v, top) in enumerate(zip(values, tops)):
-                if not math.isnan(v):
-                    ax.annotate(f"{v:.3g}", (x, top), ha="center", va="bottom", fontsize=7)
-            ax.set_xticks(range(len(entries)), [e["label"] for e in entries], fontsize=7)
-            ax.set_ylabel(ylabel)
-            ax.grid(axis="y", alpha=0.3)
+        interpreted = any(e["interpreted"] for e in entries)
+        for e in entries:
+            if e["interpreted"]:
+                e["label"] += " [interpreter]"
+        fig, axes = plt.subplots(1, 2, figsize=(BAR_FIGURE_WIDTH_IN, 1.9 + 0.26 * len(entries)), sharey=True)
+        _draw_panel(axes[0], entries, [float(e["row"]["e2e_ms"]) for e in entries], "end-to-end time (ms)", True)
+        tflops = [math.nan if e["interpreted"] else float(e["row"]["tflops"]) for e in entries]
+        scale, unit = flops_unit(tflops)
+        _draw_panel(axes[1], entries, [v * scale for v in tflops], f"{unit} per GPU", False)
+        axes[1].tick_params(axis="y", left=False)
         handles = [Patch(facecolor=c, edgecolor="black", label=m) for m, c in MODE_COLORS.items()
-                   if any(not e["ref"] and f"\n{m}" in e["label"] for e in entries)]
+                   if any(e["mode"] == m for e in entries)]
         handles.append(Patch(facecolor=REFERENCE_COLOR, hatch=REFERENCE_HATCH, edgecolor="black",
                              label="reference (vendor library / torch)"))
+        if interpreted:
+            handles.append(Patch(facecolor="white", hatch=INTERPRETER_HATCH, edgecolor="black",
+                                 label="ours in Triton's CPU interpreter: not comparable"))
         if any(not math.isnan(e["row"].get("e2e_p90", math.nan)) for e in entries):
             handles.append(Line2D([], [], color="black", marker="|", linestyle="none", markersize=8,
                                   label="whiskers: p10-p90 of the timed steps"))
-        fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), frameon=False)
-        fig.suptitle(_title(device, w, dt, shape, "Time and throughput per algorithm and mode"), fontsize=10)
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
-        path = out / f"bars_{_slug(device, f'w{w}', dt, shape)}.png"
-        fig.savefig(path, dpi=130)
+        fig.legend(handles=handles, fontsize=7, loc="lower center", ncol=min(len(handles), 4), frameon=False)
+        title = _title(device, w, dt, shape, "Time and throughput per algorithm and mode")
+        if interpreted:
+            title += ("\nCPU: our kernels ran in Triton's interpreter (program after program): their times say nothing "
+                      "of a GPU's\nand do not compare with the references' (torch and gloo on the CPU)")
+        fig.suptitle(title, fontsize=9)
+        legend_rows = math.ceil(len(handles) / 4)
+        fig.tight_layout(rect=(0, (0.08 + 0.2 * legend_rows) / fig.get_figheight(), 1, 1))
+        yield f"bars_{_slug(device, f'w{w}', dt, shape)}.png", fig
+
+
+def plot_bars(df: pd.DataFrame, out: Path) -> list[Path]:
+    """bar_figures' figures as PNGs in `out` (BAR_DPI: 1560 px wide)."""
+    written = []
+    for name, fig in bar_figures(df):
+        fig.savefig(out / name, dpi=BAR_DPI)
         plt.close(fig)
-        written.append(path)
+        written.append(out / name)
     return written
+
+
+def text_overlaps(fig: Any) -> list[tuple[str, str]]:
+    """Pairs of texts of `fig` that are drawn (tick labels within their axis's limits, numbers, titles, legend
+    entries) whose boxes overlap."""
+    fig.draw_without_rendering()  # lays every text out (ticks included) without rasterizing
+    renderer = fig.canvas.get_renderer()
+    undrawn = set()  # labels of ticks outside the axis's view: made, but not drawn
+    for ax in fig.axes:
+        for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            lo, hi = sorted(limits)
+            for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+                if not lo <= tick.get_loc() <= hi:
+                    undrawn.update((id(tick.label1), id(tick.label2)))
+    boxes = []
+    for text in fig.findobj(matplotlib.text.Text):
+        if id(text) in undrawn or not text.get_visible() or not text.get_text().strip():
+            continue
+        box = text.get_window_extent(renderer)
+        if box.width > 0 and box.height > 0:
+            boxes.append((text.get_text(), box.expanded(0.98, 0.9)))  # antialiasing's fringe is not an overlap
+    return [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
 
 
 def plot_sweeps(df: pd.DataFrame, out: Path) -> list[Path]:
@@ -315,7 +401,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for given in [*args.paths, *args.timeline]:
+        if not Path(given).exists():
+            print(f"plot.py: error: {given}: no such file or folder (give run logs, files or folders)", file=sys.stderr)
+            return 2
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(f"plot.py: error: --out: {out} is a file; give a folder", file=sys.stderr)
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     df = load_table(args.paths)
     timelines = list(dict.fromkeys([*map(Path, args.timeline), *find_timelines(args.paths)]))

@@ -4,6 +4,8 @@
 # pytest's exit code 5 (no tests collected) counts as a failure.
 source "$(dirname "$0")/env.sh" test
 set +e
+# Which torch and Triton this run tests, against the range pyproject.toml states (tests/test_versions.py fails outside).
+python -m streamk_pgas.versions
 # Two workers, one test file each at a time: a file's module fixtures are made once, and the tests that use
 # torchrun's fixed port (tests/test_iris_entry.py) run one after another; every test has its own shm folder.
 python -m pytest -q -n 2 --dist loadfile tests "$@"

@@ -16,6 +16,7 @@ combination runs in the same launch (one log each), which is how SM-split sweeps
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ import torch
 
 import spec
 from harness import runlog
+from harness.checks import timeout_seconds
 from harness.config import (
     BenchConfig,
     ConfigError,
@@ -52,7 +54,9 @@ from harness.timing import METHOD as TIMING_METHOD
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
 from iris_ops.entry import run_main
+from iris_ops.env import set_host_timeout
 from spec import Target
+from streamk_pgas.launch import launch_bench, take_flag
 
 CPU_TIMES = ("CPU backend: Triton's interpreter runs a kernel's programs one after another, so these times say "
              "nothing of a GPU's")
@@ -390,12 +394,33 @@ def verdict(timings: list[dict[str, Any]], status: int, on_gpu: bool) -> str:
     return f"{'PASS' if status == 0 else 'FAIL'}: {what}{cpu}"
 
 
+def host_limit(argv: list[str]) -> float:
+    """--timeout_s as given, read before start-up (the op's default when it is left out; a bad value gets the default
+    here and is refused with the other flags once every rank has started)."""
+    from overlap.config import OverlapConfig
+
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--timeout_s", default=None)
+    try:
+        given = early.parse_known_args(argv)[0].timeout_s
+        return OverlapConfig.timeout_s if given is None else timeout_seconds(given)
+    except (argparse.ArgumentTypeError, SystemExit):
+        return OverlapConfig.timeout_s
+
+
 def main(argv: list[str] | None = None, prog: str = "benchmark.py") -> int:
     """The benchmark's work; bad input raises ConfigError (before any work), a failure its own error. Run it
     through `entry` for one line per failure and the exit codes."""
     argv = sys.argv[1:] if argv is None else argv
-    # MPI start-up first (bounded by IRIS_OPS_TIMEOUT_S, or its default while the value is refused below):
-    # errors found after it reach every rank alike, and rank 0's line is printed before any rank exits.
+    launched = launch_bench(argv, prog)  # --nproc N: this process starts the ranks and becomes their launcher
+    if launched is not None:
+        return launched
+    argv = take_flag(argv, "--nproc")[1]  # with --help: listed there, nothing to launch
+    # --timeout_s bounds every wait of the run, the host's too (start-up, barriers, exchanges), not only the
+    # kernels' (iris_ops.env.set_host_timeout; IRIS_OPS_TIMEOUT_S is for programs without a limit of their own).
+    set_host_timeout(host_limit(argv), "--timeout_s")
+    # MPI start-up first: errors found after it reach every rank alike, and rank 0's line is printed before any
+    # rank exits.
     boot = get_bootstrap()
     if any(a in ("-h", "--help") for a in argv):
         if boot.rank == 0:
@@ -424,6 +449,12 @@ def main(argv: list[str] | None = None, prog: str = "benchmark.py") -> int:
     problem = boot.broadcast(problem)
     if problem:
         raise ConfigError(*problem)
+
+    if target.interpreted and boot.rank == 0:  # a shape that takes the interpreter hours is said before it starts
+        from harness.cpu_estimate import interpreter_note
+
+        for note in dict.fromkeys(filter(None, (interpreter_note(cfg, boot.world_size) for cfg in configs))):
+            print(note, flush=True)
 
     import iris_ops
 

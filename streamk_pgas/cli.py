@@ -1,9 +1,11 @@
 """`streamk-pgas COMMAND [flags]`: the project's command line, installed by `pip install .`.
 
     streamk-pgas quickstart [--np N] [flags]   the main job: N ranks (2) on this machine, one_shot validated and
-                                               timed, the log under ./streamk_pgas_logs/ (torchrun: no MPI needed)
-    streamk-pgas bench [flags]                 the benchmark (benchmark.py's flags): one process is one rank; under
-                                               `mpirun -np N` or torchrun, each process one rank
+                                               timed, the log under ./streamk_pgas_logs/
+    streamk-pgas bench [--nproc N] [flags]     the benchmark (benchmark.py's flags): --nproc N starts N ranks on
+                                               this machine (mpirun with the flags it needs, as root too; else
+                                               torchrun); without it one process is one rank, or each process of
+                                               `mpirun -np N` or torchrun one rank
     streamk-pgas reference [flags]             the vendor baselines (python -m reference)
     streamk-pgas plot LOGS... [--out DIR]      figures and a table from run logs (results/plot.py)
 
@@ -26,25 +28,17 @@ def usage() -> str:
 
 
 def quickstart(argv: list[str]) -> int:
-    """N ranks of `bench` with the quick start's flags (then `argv`), through iris_ops.torchrun on this machine."""
-    ranks = 2
-    if argv[:1] == ["--np"]:
-        try:
-            ranks = int(argv[1])
-        except (IndexError, ValueError):
-            ranks = 0
-        if not 1 <= ranks <= 64:
-            print(f"{PROG} quickstart: error: --np: must be an integer in [1, 64], got "
-                  f"{argv[1] if len(argv) > 1 else 'nothing'}", file=sys.stderr)
-            return 2
-        argv = argv[2:]
-    log = [] if "--output_file" in argv else ["--output_file",
-                                              f"streamk_pgas_logs/quickstart_{time.strftime('%Y%m%d-%H%M%S')}.json"]
-    launch = ["--standalone", "--nproc-per-node", str(ranks), "-m", "streamk_pgas", "bench", *QUICKSTART, *log, *argv]
-    print(f"+ python -m iris_ops.torchrun {' '.join(launch)}", file=sys.stderr, flush=True)
-    from iris_ops.torchrun import main as torchrun
+    """N ranks (--np, default 2) of `bench` with the quick start's flags (then `argv`) on this machine
+    (streamk_pgas.launch: mpirun with the flags it needs here, else torchrun)."""
+    from iris_ops.entry import run_main
+    from streamk_pgas.launch import launch, ranks_of, take_flag
 
-    return torchrun(launch)
+    given, argv = take_flag(argv, "--np")
+    log = [] if any(a.split("=")[0] == "--output_file" for a in argv) else [
+        "--output_file", f"streamk_pgas_logs/quickstart_{time.strftime('%Y%m%d-%H%M%S')}.json"]
+    return run_main(lambda: launch(ranks_of("--np", "2" if given is None else given),
+                                   ["-m", "streamk_pgas", "bench", *QUICKSTART, *log, *argv], "--np"),
+                    f"{PROG} quickstart")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     if command == "quickstart":
         return quickstart(rest)
     if command == "bench":
+        from iris_ops.entry import run_main
+        from streamk_pgas.launch import launch_bench
+
+        # --nproc N, before torch is imported: a launch replaces this process, so a code that comes back is a
+        # refusal's (run_main gives 0 where there is no --nproc)
+        launched = run_main(lambda: launch_bench(rest, f"{PROG} bench"), f"{PROG} bench")
+        if launched:
+            return launched
         from streamk_pgas.bench import entry
 
         return entry(rest, f"{PROG} bench")

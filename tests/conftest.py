@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,16 +66,12 @@ class MpiResult:
     stdout: str  # stdout and stderr together
     elapsed_s: float
     timed_out: bool
+    ended_at: float = 0.0  # time.time() when the job was seen to end
 
 
-def run_mpi(nprocs: int, script: str | Path, *args: str, timeout: float = 300, check: bool = True,
-            env: dict[str, str] | None = None, module: bool = False) -> MpiResult:
-    """Run `python script args...` (or `python -m script` with module=True) on nprocs ranks.
-
-    With check=True a non-zero exit or a timeout fails the test and shows the output.
-    On timeout the whole process group of mpirun is killed. More ranks than the machine has GPUs: skipped
-    (benchmark.py refuses to start them, one rank per GPU).
-    """
+def _launch(nprocs: int, script: str | Path, args: tuple[str, ...], env: dict[str, str] | None,
+            module: bool) -> tuple[list[str], subprocess.Popen, float]:
+    """Start `python script args...` on nprocs ranks under mpirun, in a process group of its own."""
     skip_unless_ranks(nprocs)
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), full_env.get("PYTHONPATH")]))
@@ -87,15 +84,20 @@ def run_mpi(nprocs: int, script: str | Path, *args: str, timeout: float = 300, c
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
+    return cmd, proc, start
+
+
+def _finish(proc: subprocess.Popen, start: float, timeout: float) -> MpiResult:
+    """Wait for a job _launch started; on timeout kill its whole process group (mpirun and its ranks)."""
     timed_out = False
     out = ""
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        out, _ = proc.communicate(timeout=max(0.0, timeout - (time.monotonic() - start)))
     except subprocess.TimeoutExpired:
         timed_out = True
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
-                os.killpg(proc.pid, sig)  # the group this call started: mpirun and its ranks
+                os.killpg(proc.pid, sig)  # the group this job started: mpirun and its ranks
             except ProcessLookupError:
                 break
             try:
@@ -103,12 +105,35 @@ def run_mpi(nprocs: int, script: str | Path, *args: str, timeout: float = 300, c
                 break
             except subprocess.TimeoutExpired:
                 continue
-    result = MpiResult(proc.returncode if proc.returncode is not None else -9, out or "",
-                       time.monotonic() - start, timed_out)
-    if check and (timed_out or result.returncode != 0):
-        what = f"timed out after {timeout:.0f} s" if timed_out else f"exited with {result.returncode}"
+    ended_at = time.time()
+    return MpiResult(proc.returncode if proc.returncode is not None else -9, out or "", time.monotonic() - start,
+                     timed_out, ended_at)
+
+
+def run_mpi(nprocs: int, script: str | Path, *args: str, timeout: float = 300, check: bool = True,
+            env: dict[str, str] | None = None, module: bool = False) -> MpiResult:
+    """Run `python script args...` (or `python -m script` with module=True) on nprocs ranks.
+
+    With check=True a non-zero exit or a timeout fails the test and shows the output.
+    On timeout the whole process group of mpirun is killed. More ranks than the machine has GPUs: skipped
+    (benchmark.py refuses to start them, one rank per GPU).
+    """
+    cmd, proc, start = _launch(nprocs, script, args, env, module)
+    result = _finish(proc, start, timeout)
+    if check and (result.timed_out or result.returncode != 0):
+        what = f"timed out after {timeout:.0f} s" if result.timed_out else f"exited with {result.returncode}"
         pytest.fail(f"{' '.join(cmd)} {what}; output:\n{result.stdout[-8000:]}", pytrace=False)
     return result
+
+
+def run_mpi_many(jobs: dict[str, tuple[int, str | Path, list[str], dict[str, str]]],
+                 timeout: float = 300) -> dict[str, MpiResult]:
+    """run_mpi(nprocs, script, *args, env=env, check=False) of every job {name: (nprocs, script, args, env)} at
+    once: for jobs that mostly wait (on a timeout, on a stopped peer), whose waits then overlap."""
+    started = {name: _launch(n, script, tuple(args), env, False) for name, (n, script, args, env) in jobs.items()}
+    with ThreadPoolExecutor(max_workers=len(started)) as pool:
+        done = {name: pool.submit(_finish, proc, start, timeout) for name, (_, proc, start) in started.items()}
+        return {name: future.result() for name, future in done.items()}
 
 
 def shm_env(folder: Path) -> dict[str, str]:

@@ -117,9 +117,15 @@ CASES: list[Case] = [
     bench("--trace_tiles", "--output_file", "{traced}/run.json", flag="--trace_tiles",
           also=("run.timeline.json is a folder",)),
     bench("--tuning_cache", "{dir}", flag="--tuning_cache", also=("cannot read", "give a file")),
-    bench("--tune", "--tuning_cache", "{dir}", flag="--tuning_cache"),
     bench("--tuning_cache", "{not_json}", flag="--tuning_cache", also=("is not a tuning cache (not JSON",)),
-    bench("--tune", "--tuning_cache", "{a_list}", flag="--tuning_cache", also=("a JSON list, not an object",)),
+    *([bench("--tune", "--tuning_cache", "{dir}", flag="--tuning_cache"),
+       bench("--tune", "--tuning_cache", "{a_list}", flag="--tuning_cache", also=("a JSON list, not an object",))]
+      if on_gpu() else [bench("--tune", flag="--tune", also=("never reads the tuning cache",))]),
+    bench("--tune", "0", flag="--tune", also=("[1, 16]",)),
+    bench("--output_file", "", flag="--output_file", also=("is empty",)),
+    bench("--tuning_cache", "", flag="--tuning_cache", also=("is empty",)),
+    bench("--COMMUNICATION_TILE_N", "0", flag="--COMMUNICATION_TILE_N", also=(">= 1",)),
+    bench("--nproc", "0", flag="--nproc", also=("[1, 1024]",)),
     # --- a heap that does not fit, with the sizes
     *([bench("--heap_size", str(1 << 45), flag="--heap_size", also=(str(1 << 45), "B free"), own_process=True)]
       if not on_gpu() else []),
@@ -138,6 +144,9 @@ CASES: list[Case] = [
     bench(flag="STREAMK_PGAS_SHARE_GPU", also=("0 or 1",), env=(("STREAMK_PGAS_SHARE_GPU", "yes"),)),
     bench(flag="STREAMK_PGAS_STEPGRAPH", also=("unknown variable", "STREAMK_PGAS_STEP_GRAPH"),
           env=(("STREAMK_PGAS_STEPGRAPH", "0"),)),
+    bench(flag="TRITON_INTERPRET", also=("0 or 1", "'true'"), env=(("TRITON_INTERPRET", "true"),)),
+    *([bench(flag="TRITON_INTERPRET", also=("torch sees none", "leave it unset"), env=(("TRITON_INTERPRET", "0"),))]
+      if not on_gpu() else []),
     # --- python -m reference
     ref("-m", "abc", flag="-m/--m", also=("[1, 2147483647]",)),
     ref("-k", flag="-k/--k", also=("expected one argument",)),
@@ -154,6 +163,7 @@ CASES: list[Case] = [
     ref("--gather_layout", "diagonal", flag="--gather_layout"),
     ref("--frobnicate", flag="--frobnicate"),
     ref("--output_dir", "{file}", flag="--output_dir", also=("not a folder",)),
+    ref("--output_file", "", flag="--output_file", also=("is empty",)),
     ref("--output_dir", "{file}/logs", flag="--output_dir", also=("is a file",)),
     ref("--output_file", "/proc/streamk_pgas/ref.json", flag="--output_file"),
     ref("--output_file", "{dir}", flag="--output_file", also=("is a folder",)),

@@ -163,3 +163,21 @@ def test_op_steps_are_bounded_and_rotating_inputs_skip_the_lookup(shmem: Any, bo
     if GPU:
         torch.cuda.synchronize()
         assert _right(c, *pairs[-1])
+
+
+def test_op_refuses_one_tensor_of_the_caller_with_one_of_its_own(shmem: Any) -> None:
+    """op(a, None) would multiply the caller's A by the op's own B (zeros unless written): a ValueError naming the
+    missing argument, before any step; op() and op(a, b) are the two ways to call it."""
+    op = OverlapOp.create(shmem, "all_reduce", M, N, K, "bf16", "fused")
+    a, b = _pair(0)
+    with pytest.raises(ValueError, match=r"^OverlapOp: b is missing: give a and b, or neither"):
+        op(a, None)
+    with pytest.raises(ValueError, match=r"^OverlapOp: a is missing: give a and b, or neither"):
+        op(None, b)
+    assert op._calls == {}
+
+
+@pytest.mark.parametrize("world", [0, -1, 1.5, True])
+def test_heap_bytes_names_a_world_size_that_is_not_a_positive_integer(world: Any) -> None:
+    with pytest.raises(ValueError, match=r"^world_size: must be a positive integer"):
+        OverlapOp.heap_bytes("all_reduce", M, N, K, "bf16", world)

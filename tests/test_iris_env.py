@@ -90,3 +90,22 @@ def test_default_shm_dir_is_checked_for_the_shm_backend_only(monkeypatch: pytest
 ])
 def test_other_variables(monkeypatch: pytest.MonkeyPatch, name: str, value: str, words: str) -> None:
     assert words in str(_refusal(monkeypatch, name, value))
+
+
+def test_a_programs_own_limit_takes_the_place_of_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """set_host_timeout: every host wait's limit and the name its messages give, until unset; the launch waits at
+    least MIN_TIMEOUT_S; a grace allowed once (a first compile) is added to the next wait only."""
+    from iris_ops.bootstrap import Bootstrap
+
+    monkeypatch.setenv(env.TIMEOUT_ENV, "60")
+    try:
+        env.set_host_timeout(2.0, "--timeout_s")
+        assert (env.timeout_from_env(), env.timeout_source(), env.launch_timeout()) == (2.0, "--timeout_s", 5.0)
+        boot = Bootstrap()
+        boot.allow_grace(40.0)
+        assert boot._limit(None) == 42.0 and boot._limit(None) == 2.0 and boot._limit(3.0) == 3.0
+        with pytest.raises(ValueError, match="positive finite"):
+            env.set_host_timeout(float("nan"))
+    finally:
+        env.set_host_timeout(None)
+    assert (env.timeout_from_env(), env.timeout_source()) == (60.0, env.TIMEOUT_ENV)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
+from conftest import MPI_DIR, REPO_ROOT, MpiResult, leftovers, on_gpu, run_mpi, run_mpi_many, shm_env, skip_unless_ranks
 
 from iris_ops.backends import shm
 
@@ -97,14 +97,26 @@ def test_crashing_rank_fails_the_job_and_leaves_no_heap_files(mode: str, tmp_pat
     assert leftovers(folder) == []
 
 
+NEVER_ARRIVES = ("late", "exit_before_heap", "hang_after_heap", "never_starts")
+
+
+@pytest.fixture(scope="module")
+def never_arrives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[MpiResult, Path]]:
+    """The jobs of test_rank_that_never_arrives_fails_the_others_in_bounded_time, all at once (each mostly waits
+    for its timeout): mode -> (the job, its shared-memory folder)."""
+    skip_unless_ranks(2)
+    tmp = tmp_path_factory.mktemp("never_arrives")
+    private = {mode: _private_shm(tmp / mode) for mode in NEVER_ARRIVES}
+    jobs = {mode: (2, MPI_DIR / "heap_failures.py", [mode], env) for mode, (_, env) in private.items()}
+    return {mode: (result, private[mode][0]) for mode, result in run_mpi_many(jobs, timeout=120).items()}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["late", "exit_before_heap", "hang_after_heap", "never_starts"])
-def test_rank_that_never_arrives_fails_the_others_in_bounded_time(mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", NEVER_ARRIVES)
+def test_rank_that_never_arrives_fails_the_others_in_bounded_time(mode: str, never_arrives: dict) -> None:
     """A rank that arrives too late, leaves early, hangs (never reaches a barrier) or never starts (stuck
     before MPI_Init, where the others would wait for ever but for the start-up watchdog)."""
-    skip_unless_ranks(2)
-    folder, env = _private_shm(tmp_path)
-    result = run_mpi(2, MPI_DIR / "heap_failures.py", mode, timeout=120, check=False, env=env)
+    result, folder = never_arrives[mode]
     assert not result.timed_out, f"the job hung:\n{result.stdout[-4000:]}"
     assert result.returncode != 0, result.stdout[-4000:]
     assert result.elapsed_s < BOUND_S, f"took {result.elapsed_s:.1f} s:\n{result.stdout[-4000:]}"

@@ -109,6 +109,26 @@ def test_cpu_uses_the_small_interpreter_config() -> None:
     assert resolved.plan_info is not None and resolved.plan_info["source"] == "interpreter"
 
 
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 5])
+def test_cpu_defaults_split_at_any_world_size(world: int) -> None:
+    """Every algorithm takes the CPU defaults at every world size (48 rounded up to a multiple of the ranks), in
+    fp32, whose atomic adds the interpreter makes exact across processes (no fp16 note, no bf16 refusal)."""
+    for alg in spec.ALGORITHMS:
+        cfg = parse_config(["--algorithm", alg], CPU, world)
+        assert (cfg.m, cfg.n, cfg.k, cfg.datatype) == (*[-(-48 // world) * world] * 3, "fp32")
+        assert cfg.cpu_small_default
+
+
+def test_a_cpu_run_that_takes_hours_is_said_before_it_starts() -> None:
+    """harness.cpu_estimate: ~1 ms a GEMM block in the interpreter makes 16384^3 a day and more a step; the defaults
+    say nothing."""
+    from harness.cpu_estimate import interpreter_note
+
+    assert interpreter_note(parse_config(["--validate", "--benchmark"], CPU, 2), 2) is None
+    note = interpreter_note(parse_config(["-m", "16384", "-n", "16384", "-k", "16384", "--validate"], CPU, 2), 2)
+    assert note is not None and "16384x16384x16384 takes about 37 h a step" in note and "smaller -m/-n/-k" in note
+
+
 def test_rounds_and_split_follow_the_shape() -> None:
     """A problem with far fewer tiles than programs is planned data-parallel (splitting 8 tiles over ~120
     programs costs more fix-up than it saves); the SM split moves with the shape (not one constant per

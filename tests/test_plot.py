@@ -105,3 +105,92 @@ def test_plot_cli_without_logs_fails(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, str(ROOT / "results" / "plot.py"), str(tmp_path), "--out",
                           str(tmp_path / "f")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 1 and "no timed run logs" in res.stderr
+
+
+def test_plot_cli_refuses_a_missing_path(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, str(ROOT / "results" / "plot.py"), str(tmp_path / "missing"), "--out",
+                          str(tmp_path / "f")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "missing: no such file or folder" in res.stderr
+
+
+def test_interpreter_runs_are_marked_and_their_throughput_is_not_drawn(logdir: Path) -> None:
+    """The CPU records (ours in the interpreter, the references on torch and gloo): ours are labelled and hatched,
+    the title says the times do not compare, ours get no throughput, the references' is in a unit that reads."""
+    import matplotlib.pyplot as plt
+
+    from results.plot import INTERPRETER_HATCH, bar_figures, load_table, text_overlaps
+
+    ((_, fig),) = list(bar_figures(load_table([logdir])))
+    try:
+        time_ax, rate_ax = fig.axes[:2]
+        labels = [t.get_text() for t in time_ax.get_yticklabels()]
+        ours = [i for i, label in enumerate(labels) if not label.startswith("ref ")]
+        assert ours and all(labels[i].endswith("[interpreter]") for i in ours)
+        assert all(time_ax.patches[i].get_hatch() == INTERPRETER_HATCH for i in ours)
+        assert "Triton's interpreter" in fig._suptitle.get_text()
+        numbers = [t.get_text() for t in rate_ax.texts]
+        assert all(numbers[i] == "n/a" for i in ours) and all("e" not in n for n in numbers)
+        assert rate_ax.get_xlabel() != "TFLOP/s per GPU"  # a CPU's references: GFLOP/s or less
+        assert text_overlaps(fig) == []
+        assert fig.get_figwidth() * 130 <= 2000
+    finally:
+        plt.close(fig)
+
+
+def test_checked_in_bar_charts_are_narrow_and_their_text_does_not_overlap() -> None:
+    """Every bars_*.png under results/figures is at most 2000 px wide and is one results.redraw_bars draws from its
+    logs; drawn again, none has overlapping text."""
+    from results.redraw_bars import FIGURES, MAX_WIDTH_PX, problems
+
+    figures = ROOT / "results" / "figures"
+    charts = sorted(figures.rglob("bars_*.png"))
+    assert charts
+    for png in charts:
+        width = int.from_bytes(png.read_bytes()[16:20], "big")  # the PNG header's width
+        assert width <= MAX_WIDTH_PX, f"{png}: {width} px"
+        assert str(png.parent.relative_to(figures)) in FIGURES, f"{png}: not in results.redraw_bars.FIGURES"
+    assert [p for figure in FIGURES for p in problems(figure, write=False)] == []
+
+
+def test_text_overlaps_finds_texts_drawn_over_each_other() -> None:
+    import matplotlib.pyplot as plt
+
+    from results.plot import text_overlaps
+
+    fig, ax = plt.subplots()
+    ax.text(0.5, 0.5, "all_reduce fused")
+    ax.text(0.52, 0.5, "ref torch-symm-mem")
+    ax.text(0.1, 0.1, "apart")
+    try:
+        assert text_overlaps(fig) == [("all_reduce fused", "ref torch-symm-mem")]
+    finally:
+        plt.close(fig)
+
+
+def test_a_log_axis_keeps_every_row_apart(tmp_path: Path) -> None:
+    """Rates 1000x apart (a log axis) beside interpreter rows with no rate: every row's number and n/a on its own row,
+    no text over another."""
+    import matplotlib.pyplot as plt
+
+    from harness.runlog import SCHEMA
+    from results.plot import bar_figures, load_table, text_overlaps
+
+    def record(producer: str, algorithm: str, mode: str | None, e2e: float, tflops: float) -> dict:
+        return {"schema": SCHEMA, "producer": producer, "algorithm": algorithm, "mode": mode, "world_size": 2,
+                "implementation": "streamk-pgas" if producer == "benchmark" else f"torch-{algorithm}",
+                "flags": {"gemm_sms": 2, "total_sms": 4} if producer == "benchmark" else {},
+                "sizes": {"m": 32, "n": 32, "k": 32, "datatype": "fp32"}, "device": {"name": "cpu", "backend": "cpu"},
+                "timing": {"e2e_ms": e2e, "tflops": tflops, "kernels_ms": {}}, "validation": {"passed": True}}
+
+    records = [record("benchmark", alg, mode, 40.0, 1e-6) for alg in ("all_reduce", "one_shot")
+               for mode in ("fused", "two_streams", "bulk_sync")]
+    records += [record("reference", alg, None, ms, rate) for alg, ms, rate in
+                (("all_reduce", 0.3, 1e-7), ("gemm", 0.02, 1e-4), ("all_gather", 0.4, 8e-8))]
+    for i, rec in enumerate(records):
+        (tmp_path / f"r{i}.json").write_text(json.dumps(rec))
+    ((_, fig),) = list(bar_figures(load_table([tmp_path])))
+    try:
+        assert fig.axes[1].get_xscale() == "log" and fig.axes[0].get_xscale() == "log"
+        assert text_overlaps(fig) == []
+    finally:
+        plt.close(fig)

@@ -115,6 +115,7 @@ def check_bad_args(shmem) -> str:
         ("b wrong dtype", lambda: op(good_a, good_b.double()), ValueError, ("b", "float32", "float64")),
         ("a not a tensor", lambda: op(good_a.cpu().numpy(), good_b), TypeError, ("a", "torch.Tensor", "ndarray")),
         ("b not a tensor", lambda: op(good_a, good_b.tolist()), TypeError, ("b", "torch.Tensor", "list")),
+        ("b left out", lambda: op(good_a), ValueError, ("b", "is missing", "give a and b, or neither")),
     ]
     if op.on_gpu:  # a wrong device only exists where there is a device (skipped on the CPU backend)
         cases.append(("a on the CPU", lambda: op(good_a.cpu(), good_b), ValueError, ("a", str(dev), "cpu")))
@@ -142,8 +143,8 @@ def check_bad_args(shmem) -> str:
     ua, ub = (t.clone() for t in shards(op, a, b))
     op(ua, ub)
     check_c(op, a, b, "user tensors after the rejected calls")
-    op(good_a)  # b left out: the op's own
-    check_c(op, a, b, "op(a) with b defaulted")
+    op()  # the op's own buffers again
+    check_c(op, a, b, "op() after user tensors")
     shmem.barrier()
     return (f"{len(cases)} bad arguments rejected with one error each; good steps right after them; "
             f"{len(copied)} unaligned layouts copied in and right")
