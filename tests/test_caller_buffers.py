@@ -111,7 +111,9 @@ def test_gemm_keeps_no_fresh_activation_and_finds_its_launch_again(bound_count: 
     gemm = _gemm()
     c = torch.empty(M, N, dtype=torch.bfloat16, device=DEVICE)
     assert _fresh_a_kept(lambda a, b: gemm(a, b, c), *_pair(0)) == 0, "a dropped A is kept alive by the GEMM"
-    assert len(bound_count) <= 4, f"{len(bound_count)} launches bound for 40 calls at recurring addresses"
+    # how many distinct addresses the host allocator hands out over the 40 calls varies from run to run (4 or 5 seen
+    # on the CPU); one launch per call would be 40
+    assert len(bound_count) <= 8, f"{len(bound_count)} launches bound for 40 calls at recurring addresses"
     assert len(gemm._bound) <= BOUND_LAUNCHES
 
 
