@@ -388,8 +388,8 @@ else:
 @triton.jit
 def _poll(ptr, scope: tl.constexpr):
     """(the int32 at ptr, read with acquire semantics; the clock in wait units). NVIDIA: the load and %globaltimer
-    in one asm block, as the poll was a single load before waits read a clock (a second block in the loop made two
-    world-8 fused kernels spill on sm_90)."""
+    in one asm block, so a poll stays one asm statement in the wait loop (two blocks there made two world-8 fused
+    kernels spill on sm_90)."""
     if _ARCH == 1:
         if scope == "gpu":
             v, t = tl.inline_asm_elementwise(
