@@ -31,9 +31,10 @@ PMIX_NOISE = re.compile(r"^\[[^\]]+\] PMIX ERROR")
 def _program_lines(output: str) -> list[str]:
     """The non-empty lines of a run, without mpirun's reports (each between two rules of dashes) and without the
     launcher's own PMIx diagnostics (`[host:pid] PMIX ERROR ...`, which Open MPI 5 prints now and then as a job
-    ends on a signal)."""
+    ends on a signal), and without the NUL bytes its output forwarding now and then leaves as an aborted job's
+    streams close."""
     lines, in_report = [], False
-    for line in output.splitlines():
+    for line in output.replace("\x00", "").splitlines():
         if line.startswith("-" * 20):
             in_report = not in_report
         elif line.strip() and not in_report and not PMIX_NOISE.match(line):
