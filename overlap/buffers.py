@@ -18,6 +18,7 @@ import torch
 
 from iris_ops import ERROR_WORDS, ErrorState, Iris
 from overlap.algorithms import Algorithm
+from overlap.algorithms.all_gather_gemm import a_chunk_cols, a_ready_words
 from overlap.communication.copy_engine import band_counts
 from overlap.copy_steps import row_bands
 from overlap.kernels import control_words
@@ -44,11 +45,6 @@ def _up(x: int) -> int:
     return max(_ALIGN, -(-x // _ALIGN) * _ALIGN)
 
 
-def a_ready_words(m: int, blk_m: int, world: int) -> int:
-    """all-gather row-ready words: one per (slot, row block) of the gathered A."""
-    return world * -(-m // blk_m)
-
-
 def heap_bytes(alg: Algorithm, m: int, n: int, k: int, datatype: str, world: int, blk_m: int, blk_n: int,
                copy_engine: bool) -> int:
     """Bytes of symmetric heap one op allocates on each rank (OpBuffers.allocate's heap tensors)."""
@@ -62,7 +58,7 @@ def heap_bytes(alg: Algorithm, m: int, n: int, k: int, datatype: str, world: int
     if copy_engine and alg.copy_schedule == "reduce_rows":  # RECV: a slot per sender
         total += _up(m * padded_cols(n) * out)
     if alg.gathers_a:  # the gathered A and its row-ready words
-        total += _up(m * padded_cols(k) * dt.bytes) + _up(a_ready_words(m, blk_m, world) * 4)
+        total += _up(m * padded_cols(k) * dt.bytes) + _up(a_ready_words(m, k, blk_m, world) * 4)
     return total + (_up(m * padded_cols(n) * out) if alg.partial_buffer else 0)
 
 
@@ -116,7 +112,7 @@ class OpBuffers:
         ready = shmem.zeros(tiles * alg.ready_sources(world), dtype=torch.int32)
         ctrl = shmem.zeros(control_words(world), dtype=torch.int32)
         ag = shmem.zeros(m, padded_cols(k), dtype=dtype)[:, :k] if alg.gathers_a else None
-        a_ready = shmem.zeros(a_ready_words(m, blk_m, world), dtype=torch.int32) if alg.gathers_a else None
+        a_ready = shmem.zeros(a_ready_words(m, k, blk_m, world), dtype=torch.int32) if alg.gathers_a else None
         if fam.output == "cols":
             gemm_out = c
         elif fam.b == "cols":
@@ -133,7 +129,8 @@ class OpBuffers:
         counts = counts_init.to(device) if counts_init is not None else None
         recv = (shmem.zeros(world, m // world, padded_cols(n), dtype=out_dtype)[:, :, :n] if kind == "reduce_rows"
                 else None)
-        fill = torch.zeros(n_rb, dtype=torch.int32, device=device) if kind == "gather_a" else None
+        n_kc = -(-k // a_chunk_cols(k))
+        fill = torch.zeros(n_rb * n_kc, dtype=torch.int32, device=device) if kind == "gather_a" else None
         errors = ErrorState(shmem)
         return cls(a, b, heap_c, c, wide, partial, gemm_out, ready, ctrl, errors, ag, a_ready, counts, counts_init,
                    recv, fill, tiles, -(-local_n // blk_n))

@@ -236,9 +236,6 @@ def check(cfg: OverlapConfig, world: int, target: Target) -> None:
     if target.backend == "cuda" and target.shared_mem and smem > target.shared_mem:
         raise InvalidConfig("kernel", f"tiles need ~{smem} B of shared memory per program, {target.name} has "
                                       f"{target.shared_mem} B: use smaller blocks or fewer stages")
-    if target.interpreted and world > 1 and ALGORITHMS[cfg.algorithm].zeroes_c and cfg.datatype == "bf16":
-        raise InvalidConfig("datatype", f"{cfg.algorithm} adds bf16 tiles atomically, which Triton's CPU interpreter "
-                                        "cannot do: use fp32 or fp16 on the CPU (bf16 runs on GPUs)")
     if kc.tma and not target.tma:
         raise InvalidConfig("kernel.tma", f"tma needs an NVIDIA GPU of compute capability 9.0+ ({target.name} is "
                                           f"not one)")

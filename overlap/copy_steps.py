@@ -103,15 +103,16 @@ def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Ten
 
 def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
                  peers: Peers, world: int) -> list[Op]:
-    """all_gather_gemm: this rank's rows `a` (M/W x K) into slot (W - i) % W of rank (rank + i)'s gathered A,
-    own copy first, chunk by chunk, each chunk followed by its A_READY words (copied from FILL)."""
+    """all_gather_gemm: this rank's rows `a` (M/W x K) into slot j of rank (rank - j)'s gathered A, in the order the
+    GEMM reads the slots (slot 0, the own copy, first), chunk by chunk, each chunk followed by its A_READY words
+    (every chunk of columns of its row blocks: overlap.algorithms.all_gather_gemm; copied from FILL)."""
     m = ag.shape[0]
     a_rows = m // world
     n_rb = -(-m // blk_m)
+    n_kc = a_ready.numel() // (world * n_rb)
     ops: list[Op] = []
-    for i in range(world):
-        dest = (peers.rank + i) % world
-        slot = (world - i) % world
+    for slot in range(world):
+        dest = (peers.rank + world - slot) % world
         lo_row, hi_row = slot * a_rows, (slot + 1) * a_rows
         rb_lo, rb_hi = lo_row // blk_m, (hi_row - 1) // blk_m + 1
         for c0, c1 in bands(rb_hi - rb_lo, GATHER_CHUNKS):
@@ -119,7 +120,7 @@ def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill:
             r0, r1 = max(rb_a * blk_m, lo_row), min(rb_b * blk_m, hi_row)
             dst = ag[r0:r1]
             ops.append(rows_copy(dst, a[r0 - lo_row:r1 - lo_row], peers.addr(dst, dest)))
-            words = a_ready[slot * n_rb + rb_a:slot * n_rb + rb_b]
+            words = a_ready[(slot * n_rb + rb_a) * n_kc:(slot * n_rb + rb_b) * n_kc]
             ops.append(Copy2D(peers.addr(words, dest), 4 * words.numel(), fill.data_ptr(), 4 * words.numel(),
                               4 * words.numel(), 1))
     return ops

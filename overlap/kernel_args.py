@@ -20,7 +20,7 @@ import triton.language as tl
 
 
 class Step(NamedTuple):
-    CTRL: Any  # int32 control block on the heap (overlap.kernels: EPOCH, CLAIM, FINISHED, ZERO_COUNT, peers' words)
+    CTRL: Any  # int32 control block on the heap (overlap.kernels: EPOCH, CLAIM, FINISHED, peers' words)
     step_programs: int  # programs of every kernel of the step: the last of them to finish closes the step
     gemm_programs: int  # programs of this kernel that compute (overlap_kernel)
     comm_programs: int  # programs of this kernel that communicate
@@ -35,7 +35,6 @@ class StepFlags(NamedTuple):
     WAITS_ARRIVED: Any  # communication programs wait for every rank's arrival before their first write
     ANNOUNCE: Any  # this kernel announces this rank's arrival: its first communication program (its first GEMM
     #               program where it has none)
-    ZERO_C: Any  # communication programs zero C as they start (atomic reductions); the last slice announces
 
 
 class Move(NamedTuple):
@@ -49,8 +48,6 @@ class Move(NamedTuple):
     M: int
     N: int
     claim_rotate: int  # ticket t is tile (t + claim_rotate) % tiles: the order the GEMM completes them in
-    zero_programs: int  # with ZERO_C: the programs that zero a slice of C each
-    c_elems: int  # elements of C's storage (padded rows included) to zero
     span: int  # pieces (CTM rows) of a tile one ticket moves: the whole tile, or 1 where tiles are few
 
 
@@ -70,9 +67,10 @@ class Gather(NamedTuple):
     AG: Any  # the gathered A on the heap (M x K), rank-rotated (overlap.communication.all_gather)
     stride_gm: int
     stride_gk: int
-    A_READY: Any  # int32 row-ready words of AG: one per (slot, row block)
+    A_READY: Any  # int32 ready words of AG: one per (slot, row block, chunk of columns)
     a_rows: int  # rows per rank (M / W)
     K: int
+    chunk_cols: int  # columns of one arrival chunk (overlap.algorithms.all_gather_gemm.a_chunk_cols)
 
 
 class GatherFlags(NamedTuple):

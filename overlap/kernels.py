@@ -11,10 +11,8 @@ With no communication programs it is the plain GEMM in the step protocol (bulk_s
 With COMM_AFTER_GEMM the GEMM programs join the communication once their own GEMM work is done,
 claiming tiles from the same counter as the communication programs, so the last wave's tiles are
 moved by many programs instead of the few set aside. `comm_kernel` is communication alone;
-`zero_and_announce_kernel` zeroes C and tells the peers that this rank has arrived at the step
-(fused_sequential all_reduce, which has no communication programs to do it); `announce_kernel` only
-tells them (a preload). Their argument groups are overlap.kernel_args'; a kernel gets None for a
-group its algorithm does not use.
+`announce_kernel` tells the peers that this rank has arrived at the step (a preload). Their argument
+groups are overlap.kernel_args'; a kernel gets None for a group its algorithm does not use.
 
 A world of one rank has nothing to communicate and no peer to wait for: its steps launch the
 stand-alone GEMM (stream_k.kernel.streamk_gemm_kernel) and none of this.
@@ -26,21 +24,18 @@ on the heap:
     CTRL[EPOCH]          the last finished step of this rank; a step's programs use e = CTRL[EPOCH] + 1
     CTRL[CLAIM]          tile tickets of this step (dynamic tile order)
     CTRL[FINISHED]       programs of this step that have finished
-    CTRL[ZERO_COUNT]     slices of C zeroed this step (all_reduce)
     CTRL[PEERS + p]      ARRIVED: the last step for which rank p's C may receive writes (p writes it)
     CTRL[PEERS + W + p]  DONE: the last step whose communication rank p has finished (p writes it)
 
-- Arrival: an algorithm that writes into the peers' C (all_reduce's adds, all_scatter's stores)
-  waits for each peer's ARRIVED word to reach e before its first write there. all_reduce's
-  communication programs zero C as they start (beside the GEMM's first wave) and the last slice
-  releases ARRIVED = e on every rank; all_scatter's first communicating program releases it at
-  once. A peer's next step therefore never writes into C before this rank's stream has reached
-  that step, whatever runs between two steps.
+- Arrival: an algorithm that writes into the peers' buffers (all_reduce's sums, all_scatter's tiles)
+  waits for each peer's ARRIVED word to reach e before its first write there; the first communicating
+  program of each rank releases ARRIVED = e on every rank as it starts. A peer's next step therefore
+  never writes into C before this rank's stream has reached that step, whatever runs between two steps.
 - Finish: every program of every kernel of the step counts itself on CTRL[FINISHED] as it exits,
   with release semantics (system scope when it wrote to peers). The last of the step's
   `step_programs` programs writes DONE = e on every peer, waits until every peer's DONE word
   reaches e (every peer's contribution to this rank's C has landed, and every peer has finished
-  reading this rank's buffers), resets CLAIM, ZERO_COUNT and FINISHED, and only then advances
+  reading this rank's buffers), resets CLAIM and FINISHED, and only then advances
   CTRL[EPOCH]. The step's kernels end after that, so when a rank's stream reaches the end of a
   step its C is final and the next step may start at once, with no host barrier.
 
@@ -63,7 +58,6 @@ from stream_k.kernel import streamk_program
 EPOCH = 0
 CLAIM = 1
 FINISHED = 2
-ZERO_COUNT = 3
 PEERS = 8
 
 
@@ -75,7 +69,6 @@ def control_words(world_size: int) -> int:
 _EPOCH: tl.constexpr = tl.constexpr(EPOCH)
 _CLAIM: tl.constexpr = tl.constexpr(CLAIM)
 _FINISHED: tl.constexpr = tl.constexpr(FINISHED)
-_ZERO_COUNT: tl.constexpr = tl.constexpr(ZERO_COUNT)
 _PEERS: tl.constexpr = tl.constexpr(PEERS)
 _ERR_PEER: tl.constexpr = tl.constexpr(ERR_PEER_READY)
 
@@ -101,31 +94,10 @@ def _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size: 
 
 
 @triton.jit
-def _zero_part(C, n_elems, part, parts, CTRL, e, heap_bases, cur_rank, world_size: tl.constexpr,
-               ZERO_BLOCK: tl.constexpr):
-    """Zero slice `part` of `parts` of the contiguous C; the last slice to finish announces arrival."""
-    per_part = tl.cdiv(tl.cdiv(n_elems, parts), ZERO_BLOCK) * ZERO_BLOCK
-    lo = part * per_part
-    hi = tl.minimum(lo + per_part, n_elems)
-    offs = tl.arange(0, ZERO_BLOCK)
-    zeros = tl.zeros((ZERO_BLOCK,), dtype=C.dtype.element_ty)
-    for start in range(lo, hi, ZERO_BLOCK):
-        tl.store(C + start + offs, zeros, mask=start + offs < hi)
-    tl.debug_barrier()
-    done = tl.atomic_add(CTRL + _ZERO_COUNT, 1, sem="acq_rel", scope="gpu") + 1
-    if done == parts:  # the last slice: every slice is zeroed (acquired through the counter)
-        _announce(CTRL, e, heap_bases, cur_rank, world_size)
-
-
-@triton.jit
 def _start_comm(c, STEP, STEP_FLAGS, MOVE, e, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr):
-    """What communication program c does before its first tile: zero its slice of C (atomic reductions) or
-    announce arrival (program 0), then wait for every rank's arrival."""
-    if STEP_FLAGS.ZERO_C:
-        if c < MOVE.zero_programs:
-            _zero_part(MOVE.DST, MOVE.c_elems, c, MOVE.zero_programs, STEP.CTRL, e, heap_bases, cur_rank,
-                       world_size, 4096)
-    elif STEP_FLAGS.ANNOUNCE:
+    """What communication program c does before its first tile: announce arrival (program 0), then wait for every
+    rank's arrival."""
+    if STEP_FLAGS.ANNOUNCE:
         if c == 0:
             _announce(STEP.CTRL, e, heap_bases, cur_rank, world_size)
     if STEP_FLAGS.WAITS_ARRIVED:
@@ -146,7 +118,6 @@ def _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, wor
                 if not wait_local_or_error(CTRL + _PEERS + world_size + p, e, max_spins, ERRORS, "sys"):
                     record_error_all(ERRORS, _ERR_PEER.value, p, cur_rank, heap_bases, world_size)
         tl.store(CTRL + _CLAIM, 0)
-        tl.store(CTRL + _ZERO_COUNT, 0)
         tl.store(CTRL + _FINISHED, 0)
         tl.atomic_xchg(CTRL + _EPOCH, e, sem="release", scope="gpu")
 
@@ -192,10 +163,12 @@ def overlap_kernel(
     if (gpid >= 0) & (gpid < gemm_programs):
         a_ready = None
         a_rows = 1
+        a_chunk = 1
         if GATHER is not None:
             if GATHER_FLAGS.GEMM_WAITS:
                 a_ready = GATHER.A_READY
                 a_rows = GATHER.a_rows
+                a_chunk = GATHER.chunk_cols // BLK_K
         if not STEP_FLAGS.COMM:  # no communication program to announce this rank's arrival: the first GEMM program
             if STEP_FLAGS.ANNOUNCE:
                 if gpid == 0:
@@ -214,7 +187,7 @@ def overlap_kernel(
             e, max_spins,
             heap_bases, cur_rank, world_size,
             BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-            SK_ROUNDS, P_DESC, a_ready, a_rows, REDUCE_LOADS, FIXUP_BY_HALF,
+            SK_ROUNDS, P_DESC, a_ready, a_rows, a_chunk, REDUCE_LOADS, FIXUP_BY_HALF,
         )
         if STEP_FLAGS.COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
             if STEP_FLAGS.WAITS_ARRIVED:
@@ -249,16 +222,8 @@ def comm_kernel(heap_bases, cur_rank, world_size: tl.constexpr, ERRORS, CLOCK, m
 
 
 @triton.jit
-def zero_and_announce_kernel(C, n_elems, CTRL, heap_bases, cur_rank, world_size: tl.constexpr):
-    """fused_sequential all_reduce, before its GEMM: zero C in one slice per program; the last slice announces
-    arrival (one launch instead of a memset and a signal)."""
-    _zero_part(C, n_elems, tl.program_id(0), tl.num_programs(0), CTRL, _step_epoch(CTRL), heap_bases, cur_rank,
-               world_size, 4096)
-
-
-@triton.jit
 def announce_kernel(CTRL, heap_bases, cur_rank, world_size: tl.constexpr):
-    """Tell every rank that this rank has arrived at the coming step (after the host zeroed C)."""
+    """Tell every rank that this rank has arrived at the coming step."""
     _announce(CTRL, _step_epoch(CTRL), heap_bases, cur_rank, world_size)
 
 

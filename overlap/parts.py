@@ -5,7 +5,7 @@ a step's launches can be listed, and compiled for another target, without runnin
     alone        world 1: the stand-alone GEMM kernel writing C itself (nothing to communicate)
     overlap      overlap_kernel: GEMM programs, then communication programs (or none)
     comm         comm_kernel: communication programs alone
-    announce / zero_and_announce / ce_start / ce_finish     the step protocol's small kernels
+    announce / ce_start / ce_finish     the step protocol's small kernels
     copy_schedule, compaction, reduce_rows_post             copy_engine's schedule; host-queued device copies
 """
 
@@ -18,6 +18,7 @@ import torch
 
 import spec
 from overlap.algorithms import Algorithm
+from overlap.algorithms.all_gather_gemm import a_chunk_cols
 from overlap.buffers import OpBuffers
 from overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from overlap.config import OverlapConfig
@@ -29,7 +30,6 @@ from overlap.kernels import (
     ce_start_kernel,
     comm_kernel,
     overlap_kernel,
-    zero_and_announce_kernel,
 )
 from spec import Target
 from stream_k import StreamKGemm, streamk_gemm_kernel
@@ -97,17 +97,14 @@ class Parts:
     def _move(self, gemm: StreamKGemm, programs: int, claim: bool, wait_ready: bool
               ) -> tuple[Move | None, MoveFlags | None]:
         """What `programs` communication programs move after `gemm` (None for all_gather_gemm, which moves A's
-        rows). With atomic reductions they zero C first, a slice each (one slice in the interpreter)."""
+        rows)."""
         alg, cfg, bufs = self.alg, self.cfg, self.bufs
         if alg.tile_fn is None:
             return None, None
         src = bufs.gemm_out
         dst = bufs.gemm_out if alg.family.b == "cols" else bufs.c
-        zero = 0 if not alg.zeroes_c or programs == 0 else (1 if self.target.interpreted else programs)
-        if alg.zeroes_c and bufs.heap_c.numel() >= 2**31:
-            raise ValueError("in-kernel zeroing needs a C of fewer than 2**31 elements (padded rows included)")
         move = Move(src, src.stride(0), src.stride(1), dst, dst.stride(0), dst.stride(1), bufs.ready, cfg.m,
-                    src.shape[1], gemm.plan.dp_tiles if cfg.sk_first else 0, zero, bufs.heap_c.numel(),
+                    src.shape[1], gemm.plan.dp_tiles if cfg.sk_first else 0,
                     ticket_span(bufs.tiles, self.world if alg.owns_tiles else 1, gemm.plan.BLK_M // cfg.comm_tile_m,
                                 self.movers))
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
@@ -122,7 +119,7 @@ class Parts:
             return None, None
         assert bufs.ag is not None and bufs.a_ready is not None and cfg.kernel is not None
         gather = Gather(a, a.stride(0), a.stride(1), bufs.ag, bufs.ag.stride(0), bufs.ag.stride(1), bufs.a_ready,
-                        max(1, a.shape[0]), cfg.k)
+                        max(1, a.shape[0]), cfg.k, a_chunk_cols(cfg.k))
         flags = constexprs(GatherFlags, RM=min(cfg.kernel.BLK_M, 32), KB=min(cfg.comm_tile_n or 64, 128),
                            IN_COMM=in_comm, IN_GEMM=in_gemm, GEMM_WAITS=gemm_waits)
         return gather, flags
@@ -143,8 +140,6 @@ class Parts:
         args = gemm.launch_args(gemm_a, b, bufs.gemm_out, tile_flags=bufs.counts if counts else bufs.ready,
                                 gemm_trace=bufs.traces()[0] if traced else None, epilogue=epilogue,
                                 heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world)
-        if seq and alg.zeroes_c:  # fused_sequential all_reduce / gemm_reduce_scatter: the epilogue adds into C
-            args.update(C=bufs.c, stride_cm=bufs.c.stride(0), stride_cn=bufs.c.stride(1))
         del args["epoch"]  # the kernel reads the step's epoch from CTRL
         # the overlap kernel's GEMM keeps power-of-two tiles (its communication tiles divide them), no split-K
         assert args.pop("BLK_N1") == 0 and args.pop("B1") is None, "the op plans power-of-two tile widths"
@@ -163,8 +158,7 @@ class Parts:
             GEMM_SYS=join or alg.gemm_writes_peers(seq, self.world),
             COMM_AFTER_GEMM=join, GEMM_WAITS_ARRIVED=writes_peers_first,
             WAITS_ARRIVED=alg.writes_peers and (comm or join),
-            ANNOUNCE=alg.writes_peers and not alg.zeroes_c and (comm or join or writes_peers_first),
-            ZERO_C=alg.zeroes_c and comm)
+            ANNOUNCE=alg.writes_peers and (comm or join or writes_peers_first))
         args.update(STEP=self._step(step_programs, gemm.plan.num_programs, comm_programs), STEP_FLAGS=flags,
                     MOVE=move, MOVE_FLAGS=move_flags, TILE_FN=alg.tile_fn if move is not None else None,
                     COMM_TRACE=bufs.traces()[1] if traced else None, GATHER=gather, GATHER_FLAGS=gather_flags)
@@ -183,7 +177,7 @@ class Parts:
         handshake = alg.writes_peers or not wait_ready
         flags = constexprs(StepFlags, COMM=True, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False,
                            GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=handshake,
-                           ANNOUNCE=handshake and not alg.zeroes_c, ZERO_C=alg.zeroes_c)
+                           ANNOUNCE=handshake)
         args = {"heap_bases": self.heap_bases, "cur_rank": self.rank, "world_size": self.world,
                 "ERRORS": bufs.errors.words, "CLOCK": g.clock, "max_spins": g.max_spins, "TIMER": g.timer_kind,
                 "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m,
@@ -199,16 +193,6 @@ class Parts:
 
     def announce(self) -> BoundLaunch:
         return BoundLaunch(announce_kernel, 1, self._peers(), {"num_warps": 1})
-
-    def zero_and_announce(self) -> BoundLaunch:
-        """Zero C and announce arrival (fused_sequential's atomic reductions, before the GEMM adds into C)."""
-        c = self.bufs.heap_c
-        if c.numel() >= 2**31:
-            raise ValueError("in-kernel zeroing needs a C of fewer than 2**31 elements (padded rows included)")
-        programs = 1 if self.target.interpreted else self.cfg.total_sms
-        assert programs is not None
-        return BoundLaunch(zero_and_announce_kernel, programs, {"C": c, "n_elems": c.numel(), **self._peers()},
-                           {"num_warps": 4})
 
     def ce_start(self) -> BoundLaunch:
         fill, g = self.bufs.fill, self.gemm(self.main_programs)

@@ -43,7 +43,7 @@ class Step:
     side_name: str = "comm"
     post: list[Callable[[], Any]] = field(default_factory=list)
     side_first: bool = False  # the main launches wait on the side one (all_gather_gemm): run in order, it goes first
-    pre_name: str = "zero"  # the spans of `pre` and `post` in the benchmark's timing
+    pre_name: str = "start"  # the spans of `pre` and `post` in the benchmark's timing
     post_name: str = "compact"
     replay: bool = False  # replayed from one CUDA graph after STEP_GRAPH_AFTER calls
     runs: int = 0

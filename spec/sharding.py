@@ -139,7 +139,8 @@ class Algorithm:
     modes: tuple[str, ...]
     text: str
     # "direct": each rank moves its object straight to where it ends (the family's bytes_moved); "owner": each tile
-    # is summed by one owner rank, which then stores the sum into every rank's C (a reduce-scatter + all-gather)
+    # is summed by one owner rank, which then stores the sum where the family's output wants it: into every rank's C
+    # (a reduce-scatter + all-gather), or into the C of the rank that owns its rows
     route: str = "direct"
 
     def has_mode(self, mode: str) -> bool:
@@ -149,10 +150,14 @@ class Algorithm:
                     ) -> tuple[float, float]:
         """(bytes this rank moves to or from its peers, bytes it moves locally) in one step. Routed through owners,
         a rank reads its 1/W of the tiles from its W-1 peers and stores their sums into its W-1 peers' C (the
-        bandwidth-optimal all-reduce's 2(W-1)/W of |C|), reading its own partial and writing its own C locally."""
+        bandwidth-optimal all-reduce's 2(W-1)/W of |C|), reading its own partial and writing its own C locally;
+        where each rank keeps only its rows, the sums' rows go to their owners ((W-1)/W of the sums to peers)."""
         if self.route == "owner":
-            payload = self.family.payload_bytes(m, n, k, world, in_bytes, out_bytes)
-            return 2 * (world - 1) * payload / world, 2 * payload / world
+            w = world
+            payload = self.family.payload_bytes(m, n, k, w, in_bytes, out_bytes)
+            if self.family.output == "rows":
+                return (w - 1) * payload / w + (w - 1) * payload / w**2, payload / w + payload / w**2
+            return 2 * (w - 1) * payload / w, 2 * payload / w
         return self.family.bytes_moved(m, n, k, world, in_bytes, out_bytes)
 
 
@@ -168,7 +173,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("all_gather_gemm", FAMILIES["ag_gemm"], (*_STREAMING, "copy_engine"),
               "A's row shards are pushed to every rank while the GEMM multiplies the rows that have arrived"),
     Algorithm("gemm_reduce_scatter", FAMILIES["gemm_rs"], (*_STREAMING, "copy_engine"),
-              "each finished tile of the rank's partial is added atomically into the rows' owner's C"),
+              "each tile's owner sums every rank's partial of it in rank order and stores each row of the sum into "
+              "the C of the rank that holds the row", route="owner"),
 )}
 
 

@@ -29,7 +29,7 @@ The whole work of one GEMM program is the device function
         P_DESC=None,                          # with USE_TMA: P as a tensor descriptor over [slots * BLK_M, BLK_N],
                                               #   blocks [BLK_M, BLK_N // 2]; pieces are written and summed
                                               #   through it (_store_partial, _sum_pieces)
-        A_READY=None, a_rows=1,               # all-gather of A (see streamk_program's docstring)
+        A_READY=None, a_rows=1, a_chunk=1,    # all-gather of A (see streamk_program's docstring)
         REDUCE_LOADS=1,                       # constexpr: partials a tile's last piece reads at once
         FIXUP_BY_HALF=False,                  # constexpr: the fix-up's order (_sum_pieces' BY_HALF)
         B1=None,                              # with BLK_N1 > 0: B as a tensor descriptor, blocks [BLK_K, BLK_N1]
@@ -359,16 +359,19 @@ def _mac_loop_tma(acc, A, B, off_m, off_n, k_lo, k_hi, BLK_K: tl.constexpr, INPU
 
 
 @triton.jit
-def _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank, world_size,
-                 BLK_M: tl.constexpr, USE_TMA: tl.constexpr):
-    """Wait until the rows of row block pid_m of A have arrived (see streamk_program's A_READY). A wait that gives
-    up records the error on every rank (ERRORS: the step's error words on the heap, iris_ops.error_state)."""
+def _wait_a_rows(A_READY, pid_m, M, a_rows, a_chunk, k_lo, k_hi, iters_per_tile, epoch, max_spins, ERRORS, tile_id,
+                 heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, USE_TMA: tl.constexpr):
+    """Wait until the rows of row block pid_m of A have arrived in the columns of K blocks [k_lo, k_hi) (see
+    streamk_program's A_READY). A wait that gives up records the error on every rank (ERRORS: the step's error
+    words on the heap, iris_ops.error_state)."""
     n_rb = tl.cdiv(M, BLK_M)
+    n_kc = tl.cdiv(iters_per_tile, a_chunk)
     lo = pid_m * BLK_M
     hi = tl.minimum(M, lo + BLK_M) - 1
     for slot in range(lo // a_rows, hi // a_rows + 1):
-        if not wait_local_or_error(A_READY + slot * n_rb + pid_m, epoch, max_spins, ERRORS, "sys"):
-            record_error_all(ERRORS, _ERR_A_ROWS.value, tile_id, cur_rank, heap_bases, world_size)
+        for kc in range(k_lo // a_chunk, tl.cdiv(k_hi, a_chunk)):
+            if not wait_local_or_error(A_READY + (slot * n_rb + pid_m) * n_kc + kc, epoch, max_spins, ERRORS, "sys"):
+                record_error_all(ERRORS, _ERR_A_ROWS.value, tile_id, cur_rank, heap_bases, world_size)
     if USE_TMA:
         fence_proxy_async_global()  # the acquire above before the copy engine's reads of A
 
@@ -448,7 +451,8 @@ def _two_block_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin
                     stride_cm, stride_cn, epoch, max_spins, heap_bases, cur_rank, world_size, pid,
                     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_N1: tl.constexpr, BLK_K: tl.constexpr,
                     GSIZE_M: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-                    INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr, A_READY, a_rows, ACC_TYPE: tl.constexpr):
+                    INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr, A_READY, a_rows, a_chunk,
+                    ACC_TYPE: tl.constexpr):
     """One whole tile of two column blocks, BLK_N - BLK_N1 and BLK_N1 wide, each with its own accumulator and B
     descriptor, one K loop over both (the copy engine zero-fills past M, N and K); the EPILOGUE per block, the tile's
     flag with the second."""
@@ -457,8 +461,8 @@ def _two_block_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin
     rm = pid_m * BLK_M + tl.arange(0, BLK_M)
     off_n = pid_n * BLK_N
     if A_READY is not None:
-        _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank, world_size,
-                     BLK_M, USE_TMA)
+        _wait_a_rows(A_READY, pid_m, M, a_rows, a_chunk, 0, iters_per_tile, iters_per_tile, epoch, max_spins, ERRORS,
+                     tile_id, heap_bases, cur_rank, world_size, BLK_M, USE_TMA)
     acc0 = tl.zeros((BLK_M, BLK_N0), dtype=ACC_TYPE)
     acc1 = tl.zeros((BLK_M, BLK_N1), dtype=ACC_TYPE)
     for kb in range(0, iters_per_tile):
@@ -485,15 +489,16 @@ def streamk_program(
     BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
     EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
     INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
-    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1,
+    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1, a_chunk=1,
     REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False, B1=None, BLK_N1: tl.constexpr = 0,
     SPLIT_K: tl.constexpr = 0, STRIDE_ALIGN: tl.constexpr = 1,
 ):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
     A_READY (None: A is complete at launch): A's rows arrive during the launch (an all-gather), in slots of
-    a_rows rows; before a work item reads A, the program waits (acquire, system scope) until
-    A_READY[slot * cdiv(M, BLK_M) + pid_m] >= epoch for every slot that the tile's row block overlaps."""
+    a_rows rows and chunks of a_chunk K blocks; before a work item reads A, the program waits (acquire, system
+    scope) until A_READY[(slot * cdiv(M, BLK_M) + pid_m) * n_chunks + kc] >= epoch for every slot that the tile's
+    row block overlaps and every chunk kc that its K blocks [k_lo, k_hi) touch (n_chunks = cdiv(iters, a_chunk))."""
     pid = remap_xcd(pid, num_programs, NUM_XCDS)
     ACC_TYPE: tl.constexpr = P.dtype.element_ty  # the workspace holds accumulators: fp32, or int32 for int8
     iters_per_tile = tl.cdiv(K, BLK_K)
@@ -521,7 +526,7 @@ def streamk_program(
             _two_block_tile(pid + w * num_programs, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ERRORS, M, N,
                             iters_per_tile, stride_cm, stride_cn, epoch, max_spins, heap_bases, cur_rank, world_size,
                             pid, BLK_M, BLK_N, BLK_N1, BLK_K, GSIZE_M, EPILOGUE, TIMER, INPUT_PRECISION, USE_TMA,
-                            A_READY, a_rows, ACC_TYPE)
+                            A_READY, a_rows, a_chunk, ACC_TYPE)
     else:
         for w in range(n_dp + n_sk):
             t_begin = 0
@@ -572,8 +577,8 @@ def streamk_program(
             rn = pid_n * BLK_N + tl.arange(0, BLK_N)
             acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
             if A_READY is not None:
-                _wait_a_rows(A_READY, pid_m, M, a_rows, epoch, max_spins, ERRORS, tile_id, heap_bases, cur_rank,
-                             world_size, BLK_M, USE_TMA)
+                _wait_a_rows(A_READY, pid_m, M, a_rows, a_chunk, k_lo, k_hi, iters_per_tile, epoch, max_spins, ERRORS,
+                             tile_id, heap_bases, cur_rank, world_size, BLK_M, USE_TMA)
             acc = _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi, iters_per_tile,
                                  stride_am, stride_ak, stride_bk, stride_bn, BLK_M, BLK_N, BLK_K, EVEN_K,
                                  INPUT_PRECISION, USE_TMA, STRIDE_ALIGN)
@@ -670,5 +675,5 @@ def streamk_gemm_kernel(
         epoch, max_spins,
         heap_bases, cur_rank, world_size,
         BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC, None, 1, REDUCE_LOADS, FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K, STRIDE_ALIGN,
+        SK_ROUNDS, P_DESC, None, 1, 1, REDUCE_LOADS, FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K, STRIDE_ALIGN,
     )

@@ -254,9 +254,6 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None,
         say(boot, f"planned ({cfg.plan['source']}): {', '.join(cfg.plan['planned'])} -> {cfg.plan['choice']}")
     if cfg.debug:
         print(f"[rank {boot.rank}] {fx.info()}", flush=True)
-    if not fx.on_gpu and fx.op.algorithm.zeroes_c and cfg.datatype == "fp16" and W > 1:
-        say(boot, "note: Triton's CPU interpreter adds fp16 under a lock of its own process, so atomic adds from "
-                  "several ranks can lose updates here; use --datatype fp32 on the CPU")
     if cfg.graph:
         if not fx.on_gpu:
             say(boot, "note: --graph needs a GPU (CUDA graphs); skipped on the CPU backend")

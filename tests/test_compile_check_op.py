@@ -90,7 +90,7 @@ def check_builds(target_name: str) -> None:
     assert len(rows) == len(keys) and _build_set([r.build for r in rows]) == _build_set(want)
     assert {tuple(s.use.split()[:3]) for r in rows for s in r.specs} == {(a, md, f"w{w}") for a, md, w in uses}
     kernels = {r.head.name for r in rows}
-    base = {"streamk_gemm_kernel", "overlap_kernel", "comm_kernel", "announce_kernel", "zero_and_announce_kernel"}
+    base = {"streamk_gemm_kernel", "overlap_kernel", "comm_kernel", "announce_kernel"}
     if target.amd:
         assert kernels == base
         assert not_built(target, ["op"]) == [

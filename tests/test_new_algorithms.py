@@ -1,6 +1,6 @@
 """all_gather_gemm and gemm_reduce_scatter: every mode on 2 and 4 ranks, steps back to back
-with C poisoned between them (tests/mpi/op_new_algorithms.py), bf16 all_gather_gemm (no atomics, so the
-interpreter runs it), benchmark.py's validation and log, the reference peers, the bad inputs (M, N or K
+with C poisoned between them (tests/mpi/op_new_algorithms.py), bf16 (no atomics, so the interpreter runs
+it), benchmark.py's validation and log, the reference peers, the bad inputs (M, N or K
 that the split cannot divide: exit 2, one line naming the flag, nothing left in the shared-memory folder),
 and the heap sizing in this process.
 
@@ -58,13 +58,26 @@ def test_every_mode_right_after_steps_back_to_back(nprocs: int, tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_all_gather_gemm_bf16(tmp_path: Path) -> None:
-    """bf16 (no atomic adds in all_gather_gemm, so the interpreter runs it): fused and fused_sequential."""
+def test_bf16(tmp_path: Path) -> None:
+    """bf16 (neither algorithm adds atomically, so the interpreter runs both): fused and fused_sequential."""
     modes = ("fused", "fused_sequential")
-    result = run_mpi(2, SCRIPT, "--steps", "3", "--datatype", "bf16", "--algorithms", "all_gather_gemm",
+    result = run_mpi(2, SCRIPT, "--steps", "3", "--datatype", "bf16", "--algorithms", ",".join(NEW),
                      "--modes", ",".join(modes), "--m", "64", "--n", "32", "--k", "48", timeout=600,
                      env=shm_env(tmp_path / "shm"))
-    check_output(result.stdout, 2, 3, ("all_gather_gemm",), modes, tol=1e-2)
+    check_output(result.stdout, 2, 3, NEW, modes, tol=1e-2)
+
+
+@pytest.mark.slow
+def test_all_gather_gemm_in_chunks_of_columns(tmp_path: Path) -> None:
+    """K = 2100: A's rows arrive in three chunks of columns (overlap.algorithms.all_gather_gemm.a_chunk_cols), each
+    with its own ready words, and Stream-K pieces wait for the chunks their K range reads."""
+    from overlap.algorithms.all_gather_gemm import a_chunk_cols
+
+    assert -(-2100 // a_chunk_cols(2100)) == 3
+    modes = ("fused", "two_streams", "copy_engine")
+    result = run_mpi(2, SCRIPT, "--steps", "2", "--algorithms", "all_gather_gemm", "--modes", ",".join(modes),
+                     "--m", "48", "--n", "32", "--k", "2100", timeout=600, env=shm_env(tmp_path / "shm"))
+    check_output(result.stdout, 2, 2, ("all_gather_gemm",), modes)
 
 
 @pytest.mark.slow
@@ -107,16 +120,6 @@ def test_split_that_does_not_divide_is_refused(alg: str, args: tuple[str, ...], 
     assert errors[0].startswith(f"benchmark.py: error: {flag}: {alg} splits"), errors[0]
     assert "multiple of 2" in errors[0], errors[0]
     assert leftovers(shm) == []
-
-
-@pytest.mark.slow
-def test_bf16_reduce_scatter_refused_on_the_cpu(tmp_path: Path) -> None:
-    if on_gpu():
-        pytest.skip("the refusal is for Triton's CPU interpreter (no bf16 atomic_add)")
-    res = run_mpi(2, BENCH, "--algorithm", "gemm_reduce_scatter", "--datatype", "bf16", "-m", "32", "-n", "32",
-                  "-k", "32", timeout=120, check=False, env=shm_env(tmp_path / "shm"))
-    assert res.returncode == 2, res.stdout
-    assert "benchmark.py: error: --datatype: gemm_reduce_scatter adds bf16 tiles atomically" in res.stdout
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ and the kernels read the records in `ALGORITHMS`; nothing else branches on an al
     one_shot             every rank sums every rank's partial of each tile (one phase: the latency algorithm)
     all_scatter          each rank's columns of C stored into every rank's C
     all_gather_gemm      A's row shards pushed to every rank while the GEMM multiplies the rows that have arrived
-    gemm_reduce_scatter  each partial tile added atomically into the rows' owner's C
+    gemm_reduce_scatter  all_reduce's reduce-scatter: each tile's owner sums every rank's partial in rank order and
+                         stores each row of the sum into the C of the rank that holds the row
 
 With one rank there is nothing to move: every algorithm's GEMM writes C itself (overlap.modes).
 """

@@ -6,12 +6,16 @@ AG is kept rank-rotated: on rank d, slot j (rows [j*M/W, (j+1)*M/W)) holds the s
 so slot 0 is the rank's own shard and the GEMM, whose tile order starts at row block 0, begins with
 the rows it has at once. The epilogue un-rotates: row x of AG @ B is row (x + d*M/W) % M of C.
 
-Readiness: A_READY[slot * cdiv(M, BLK_M) + rb] on the destination holds the step's epoch once the rows
-of slot `slot` inside row block rb have landed (the pusher's release, system scope). A GEMM tile of row
-block rb waits for every slot its rows overlap (stream_k.kernel.streamk_program's A_READY).
+Readiness, chunk by chunk: A's columns are cut into chunks of `a_chunk_cols(K)` (a multiple of every BLK_K), and
+A_READY[(slot * cdiv(M, BLK_M) + rb) * n_chunks + kc] on the destination holds the step's epoch once the rows of
+slot `slot` inside row block rb have landed in chunk kc's columns (the pusher's release, system scope). A GEMM work
+item of row block rb waits for the chunks of every slot its rows overlap, those its K range reads only
+(stream_k.kernel.streamk_program's A_READY), so a Stream-K piece starts once the columns it reads are there.
 
-Work units of the pushing programs: (destination i ranks ahead, piece c of this rank's shard cut at the
-destination's row-block boundaries); the own copy (i = 0) first, then the peers in ring order.
+Work units of the pushing programs, in the order the GEMM reads the slots: (slot j of the destination, row-block
+piece c of this rank's shard cut at the destination's row-block boundaries, chunk kc); slot 0 is the own copy, slot
+j goes to rank (cur_rank - j) % W. Each slot's units are spread over every pushing program, so the slots arrive one
+after another at the full rate, slot 1 (the GEMM's second) first.
 
 Buffers: AG [M, K] (H), the gathered A; A_READY (H); C [M, N/W], this rank's columns, written by the GEMM;
 nothing moves C. copy_engine: A's rows copied into every rank's AG, each chunk followed by its ready words
@@ -27,41 +31,59 @@ import spec
 from iris_ops.device import notify, translate
 from overlap.algorithms.record import Algorithm, Rates
 
+A_CHUNK_COLS = 1024  # columns of one arrival chunk (a multiple of every BLK_K): 256 KiB of 128 bf16 rows
+MAX_A_CHUNKS = 32  # chunks of A's columns at most (the ready words a GEMM work item may wait on)
+
+
+def a_chunk_cols(k: int) -> int:
+    """Columns of A in one arrival chunk: A_CHUNK_COLS, or a multiple of it that cuts K into MAX_A_CHUNKS."""
+    chunks = -(-k // A_CHUNK_COLS)
+    return A_CHUNK_COLS * max(1, -(-chunks // MAX_A_CHUNKS))
+
+
+def a_ready_words(m: int, k: int, blk_m: int, world: int) -> int:
+    """Ready words of the gathered A: one per (slot, row block, chunk of columns)."""
+    return world * -(-m // blk_m) * -(-k // a_chunk_cols(k))
+
 
 @triton.jit
 def gather_program(pid, num_programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_rank, world_size: tl.constexpr,
                    BLK_M: tl.constexpr):
-    """Push this rank's shard of A (GATHER.A_LOCAL, M/W x K) into slot (W - i) % W of rank (cur_rank + i)'s AG,
-    piece by piece (pieces pid, pid + num_programs, ...), releasing each piece's A_READY word."""
+    """Push this rank's shard of A (GATHER.A_LOCAL, M/W x K) into slot j of rank (cur_rank - j)'s AG, slot 0 (the
+    own copy) first, unit by unit (units pid, pid + num_programs, ...; a unit is one chunk of columns of the rows of
+    one row block), releasing each unit's A_READY word."""
     RM: tl.constexpr = GATHER_FLAGS.RM
     KB: tl.constexpr = GATHER_FLAGS.KB
     a_rows = GATHER.a_rows
     M = a_rows * world_size
     K = GATHER.K
+    kc_cols = GATHER.chunk_cols
+    n_kc = tl.cdiv(K, kc_cols)
     n_rb = tl.cdiv(M, BLK_M)
     pieces = tl.cdiv(a_rows, BLK_M) + 1  # row blocks one slot can overlap
-    for u in range(pid, world_size * pieces, num_programs):
-        i = u // pieces
-        c = u % pieces
-        dest = (cur_rank + i) % world_size
-        slot = (world_size - i) % world_size
+    for u in range(pid, world_size * pieces * n_kc, num_programs):
+        slot = u // (pieces * n_kc)
+        c = (u // n_kc) % pieces
+        kc = u % n_kc
+        dest = (cur_rank + world_size - slot) % world_size
         slot_lo = slot * a_rows
         rb = slot_lo // BLK_M + c
         lo = tl.maximum(rb * BLK_M, slot_lo)
         hi = tl.minimum(rb * BLK_M + BLK_M, slot_lo + a_rows)
+        k_hi = tl.minimum(K, kc * kc_cols + kc_cols)
         if lo < hi:
             for r0 in range(lo, hi, RM):  # in RM x KB blocks: few registers beside a GEMM program's
                 rows = r0 + tl.arange(0, RM)
                 rmask = rows < hi
                 src_rows = tl.where(rmask, rows - slot_lo, 0)
-                for k0 in range(0, K, KB):
+                for k0 in range(kc * kc_cols, k_hi, KB):
                     rk = k0 + tl.arange(0, KB)
-                    mask = rmask[:, None] & (rk < K)[None, :]
+                    mask = rmask[:, None] & (rk < k_hi)[None, :]
                     src = GATHER.A_LOCAL + src_rows[:, None] * GATHER.stride_lm + rk[None, :] * GATHER.stride_lk
                     vals = tl.load(src, mask=mask)
                     dst = GATHER.AG + rows[:, None] * GATHER.stride_gm + rk[None, :] * GATHER.stride_gk
                     tl.store(translate(dst, cur_rank, dest, heap_bases), vals, mask=mask)
-            notify(GATHER.A_READY + slot * n_rb + rb, e, cur_rank, dest, heap_bases, "sys")
+            notify(GATHER.A_READY + (slot * n_rb + rb) * n_kc + kc, e, cur_rank, dest, heap_bases, "sys")
 
 
 @triton.jit
@@ -76,7 +98,7 @@ def gathered_store_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, ti
 
 RECORD = Algorithm(
     spec.ALGORITHMS["all_gather_gemm"], None, gathered_store_epilogue, None,
-    ready_from_every_rank=False, writes_peers=True, zeroes_c=False, partial_buffer=False, copy_schedule="gather_a",
+    ready_from_every_rank=False, writes_peers=True, partial_buffer=False, copy_schedule="gather_a",
     # pushes of A's rows: 40 MB in 0.58 ms from 12 programs, 0.16 ms from 132 (4864 x 4096 x 8256 on 2 x H200)
     rates=Rates(per_program_gbs=6.0, link_gbs=250.0),
 )

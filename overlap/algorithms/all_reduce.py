@@ -61,7 +61,7 @@ def signal_owner_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile
 
 RECORD = Algorithm(
     spec.ALGORITHMS["all_reduce"], reduce_to_all_tile, signal_owner_epilogue, None,
-    ready_from_every_rank=True, writes_peers=True, zeroes_c=False, partial_buffer=True, owns_tiles=True,
+    ready_from_every_rank=True, writes_peers=True, partial_buffer=True, owns_tiles=True,
     comm_tile_rows=rows_for_loads_in_flight,
     # Its communication alone on 4 x H100 (tools.comm_bench, results/README.md): |C| of 64 MiB to 1 GiB at
     # 288-321 GB/s of bus bandwidth (= the bytes each rank moves over its links, its reads and stores, per second)

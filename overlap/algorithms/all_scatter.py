@@ -59,7 +59,7 @@ def rows_for_stores(blk_m: int, blk_n: int, world_size: int) -> int:
 
 RECORD = Algorithm(
     spec.ALGORITHMS["all_scatter"], all_scatter_tile, store_and_signal, all_scatter_push_epilogue,
-    ready_from_every_rank=False, writes_peers=True, zeroes_c=False, partial_buffer=False, copy_schedule="scatter",
+    ready_from_every_rank=False, writes_peers=True, partial_buffer=False, copy_schedule="scatter",
     comm_tile_rows=rows_for_stores,
     # stores (no reply to wait for); from the epilogue: 0.272 ms at 4864 x 4096 x 8256 on 2 x H200 (~5 GB/s a
     # program, stalling it)

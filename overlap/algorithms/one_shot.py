@@ -55,7 +55,7 @@ def one_shot_publish_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, 
 
 RECORD = Algorithm(
     spec.ALGORITHMS["one_shot"], one_shot_tile, one_shot_publish_epilogue, None,
-    ready_from_every_rank=True, writes_peers=False, zeroes_c=False, partial_buffer=True,
+    ready_from_every_rank=True, writes_peers=False, partial_buffer=True,
     comm_tile_rows=rows_for_loads_in_flight,
     # reads of remote tiles: alone on 4 x H100 (tools.comm_bench) 286-325 GB/s of reads on 32-128 programs for
     # |C| of 64 MiB to 1 GiB; inside the fused kernel ~10% slower than in a kernel of its own (2 x H200)

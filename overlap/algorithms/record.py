@@ -52,7 +52,6 @@ class Algorithm:
     push_epilogue: Any | None  # fused_sequential's epilogue, which moves the tile itself (None: as epilogue)
     ready_from_every_rank: bool  # a tile is ready once every rank produced it / once this rank's GEMM did
     writes_peers: bool  # writes into the peers' buffers, so it waits for their arrival at the step
-    zeroes_c: bool  # C must be zeroed every step before any rank adds into it (atomic reductions)
     partial_buffer: bool  # the GEMM writes a partial M x N buffer, not (a slice of) C
     rates: Rates
     # tile t is moved by its owner, rank t % W, alone (overlap.communication.comm_loop: OWNED)

@@ -35,7 +35,7 @@ class CopyEngine(ModeSteps):
         gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a)
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
         step = Step("step", pre=[parts.ce_start()], main=[("gemm", [gemm])], side=schedule, side_name="copy",
-                    side_first=alg.gathers_a, pre_name="start", post_name="add")
+                    side_first=alg.gathers_a, post_name="add")
         if alg.copy_schedule == "reduce_rows":
             step.post = [parts.reduce_rows_post()]
         return step
@@ -43,7 +43,7 @@ class CopyEngine(ModeSteps):
     def comm_alone(self, parts: Parts, a: torch.Tensor) -> Step:
         """The copies and the protocol, nothing waited for."""
         schedule = parts.copy_schedule(a, parts.ce_finish(1), wait=False)
-        return Step("comm_alone", pre=[parts.ce_start()], main=[("comm_alone", [schedule])], pre_name="start")
+        return Step("comm_alone", pre=[parts.ce_start()], main=[("comm_alone", [schedule])])
 
     def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
         from overlap.config import InvalidConfig

@@ -1,9 +1,9 @@
 """fused_sequential: one kernel on every program; each GEMM program moves its own finished tiles from its
-epilogue (remote stores or atomic adds into every rank's C), spending no SMs on communication. one_shot
-publishes its partial from the epilogue, then its GEMM programs reduce tiles once their GEMM work is done;
-all_gather_gemm's GEMM programs push their share of A's rows first, then compute. Atomic reductions zero C
-first (one small kernel that also announces the arrival). In the interpreter, whose programs run one after
-another, the second phase (one_shot's reduce, all_gather_gemm's push) is a second launch.
+epilogue (remote stores into every rank's C), spending no SMs on communication. The reduce algorithms and
+gemm_reduce_scatter publish their partial from the epilogue, then their GEMM programs reduce tiles once their
+GEMM work is done; all_gather_gemm's GEMM programs push their share of A's rows first, then compute. In the
+interpreter, whose programs run one after another, the second phase (the reduction, all_gather_gemm's push) is a
+second launch.
 
 World 1: the GEMM kernel alone on every program.
 """
@@ -18,7 +18,7 @@ import spec
 from overlap.algorithms import ALGORITHMS
 from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
-from overlap.rates import STEP_US, comm_rate, link_ms, local_ms, sync_ms
+from overlap.rates import comm_rate, link_ms, local_ms, sync_ms
 from overlap.step import Step
 
 if TYPE_CHECKING:
@@ -42,11 +42,9 @@ class FusedSequential(ModeSteps):
                 step.main = [("fused", [parts.comm(T, claim=False, step_programs=2 * T, traced=traced, a=a),
                                         parts.overlap(gemm, a, b, step_programs=2 * T, traced=traced, push=True)])]
             return step
-        if alg.zeroes_c:
-            step.pre = [parts.zero_and_announce()]
         if alg.push_epilogue is not None:  # the epilogue moves every tile
             step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=T, traced=traced, push=True)])]
-        elif not interpreted:  # one_shot: publish from the epilogue, then reduce after the GEMM work
+        elif not interpreted:  # publish from the epilogue, then reduce after the GEMM work
             step.main = [("fused", [parts.overlap(gemm, a, b, join=True, claim=True, step_programs=T,
                                                   traced=traced, push=True)])]
         else:  # a program would wait on a tile of a later one: the reduce phase is a second launch
@@ -55,16 +53,13 @@ class FusedSequential(ModeSteps):
         return step
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
-        remote, local = p.bytes_moved()
+        remote, _ = p.bytes_moved()
         T = c.total_sms
         alg = ALGORITHMS[p.algorithm]
         if alg.push_epilogue is None:  # publish from the epilogue, move after the GEMM work
             return g + remote / comm_rate(p, T) + local_ms(p) + sync_ms(p)
         assert alg.rates.epilogue_gbs is not None, f"{p.algorithm} pushes from its epilogue: give its rate"
-        # each program pushes its own tiles (atomic reductions: into every rank's C, its own included) between tiles
+        # each program pushes its own tiles between tiles
         tiles = c.gemm.plan.num_tiles
-        zeroes = alg.zeroes_c
-        per_tile = remote / max(1, tiles) + (local / max(1, tiles) if zeroes else 0.0)
-        stall = -(-tiles // T) * per_tile / (alg.rates.epilogue_gbs * 1e6)
-        zero = local_ms(p) + STEP_US["launch"] / 1e3 if zeroes else 0.0
-        return max(g + stall, link_ms(p, remote)) + zero + sync_ms(p)
+        stall = -(-tiles // T) * remote / max(1, tiles) / (alg.rates.epilogue_gbs * 1e6)
+        return max(g + stall, link_ms(p, remote)) + sync_ms(p)
