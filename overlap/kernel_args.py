@@ -74,7 +74,7 @@ class Gather(NamedTuple):
 
 
 class GatherFlags(NamedTuple):
-    RM: Any  # rows and columns of one pushed block
+    RM: Any  # rows and columns of one pushed block (16 K elements: enough loads in flight per program)
     KB: Any
     IN_COMM: Any  # communication programs push A's rows
     IN_GEMM: Any  # each GEMM program pushes its share of A's rows before computing (fused_sequential)

@@ -104,7 +104,7 @@ class Parts:
         src = bufs.gemm_out
         dst = bufs.gemm_out if alg.family.b == "cols" else bufs.c
         move = Move(src, src.stride(0), src.stride(1), dst, dst.stride(0), dst.stride(1), bufs.ready, cfg.m,
-                    src.shape[1], gemm.plan.dp_tiles if cfg.sk_first else 0,
+                    gemm.plan.N, gemm.plan.dp_tiles if cfg.sk_first else 0,
                     ticket_span(bufs.tiles, self.world if alg.owns_tiles else 1, gemm.plan.BLK_M // cfg.comm_tile_m,
                                 self.movers))
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
@@ -120,7 +120,7 @@ class Parts:
         assert bufs.ag is not None and bufs.a_ready is not None and cfg.kernel is not None
         gather = Gather(a, a.stride(0), a.stride(1), bufs.ag, bufs.ag.stride(0), bufs.ag.stride(1), bufs.a_ready,
                         max(1, a.shape[0]), cfg.k, a_chunk_cols(cfg.k))
-        flags = constexprs(GatherFlags, RM=min(cfg.kernel.BLK_M, 32), KB=min(cfg.comm_tile_n or 64, 128),
+        flags = constexprs(GatherFlags, RM=min(cfg.kernel.BLK_M, 64), KB=256,
                            IN_COMM=in_comm, IN_GEMM=in_gemm, GEMM_WAITS=gemm_waits)
         return gather, flags
 
@@ -139,7 +139,8 @@ class Parts:
         gemm_a = bufs.ag if alg.gathers_a else a  # all_gather_gemm multiplies the gathered A
         args = gemm.launch_args(gemm_a, b, bufs.gemm_out, tile_flags=bufs.counts if counts else bufs.ready,
                                 gemm_trace=bufs.traces()[0] if traced else None, epilogue=epilogue,
-                                heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world)
+                                heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world,
+                                c_any_shape=bufs.gemm_out is bufs.slots)
         del args["epoch"]  # the kernel reads the step's epoch from CTRL
         # the overlap kernel's GEMM keeps power-of-two tiles (its communication tiles divide them), no split-K
         assert args.pop("BLK_N1") == 0 and args.pop("B1") is None, "the op plans power-of-two tile widths"
