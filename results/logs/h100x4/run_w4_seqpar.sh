@@ -24,6 +24,13 @@ for s in ${SHAPES:-8192x8192x8192}; do
     NP=${NP_GRID:-4} COLLECTIVE=$c REF_TAG=reference_w${NP_GRID:-4} REF_TIMEOUT=100 ITERS=20 WARMUP=5 reference $s
   done
 done
+if [ -n "${TRACE:-}" ]; then  # TRACE="algorithm mode MxNxK": one traced run (per-tile timeline) of that cell at W=4
+  read -r talg tmode tshape <<< "$TRACE"; IFS=x read -r tM tN tK <<< "$tshape"
+  stamp "trace $TRACE"; mkdir -p $WORK/trace
+  mpi_args; NP=4; mpi_args; timeout 120 "${MPI[@]}" python3 benchmark.py -m $tM -n $tN -k $tK --algorithm $talg \
+    --mode $tmode --benchmark --iters 10 --warmup 3 --timeout_s 5 --trace_tiles \
+    --output_file $WORK/trace/${talg}_${tmode}_${tshape}.json 2>&1 | grep -E "e2e median|rror" | tail -3
+fi
 if [ -n "${TESTS:-}" ]; then  # GPU tests at the end (TESTS: pytest's -k expression)
   TESTS_TIMEOUT=${TESTS_TIMEOUT:-240} gpu_tests tests/test_new_algorithms.py -k "$TESTS"
 fi
