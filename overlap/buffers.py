@@ -45,17 +45,6 @@ def _up(x: int) -> int:
     return max(_ALIGN, -(-x // _ALIGN) * _ALIGN)
 
 
-def slot_rows(tiles: int, world: int, blk_m: int) -> int:
-    """Rows (BLK_N wide) of SLOTS, the tiles pushed to their owner (overlap.communication.comm_loop.slot_tile): a
-    rank owns at most cdiv(tiles, W) tiles, and holds W copies of each."""
-    return -(-tiles // world) * world * blk_m
-
-
-def uses_slots(alg: Algorithm, copy_engine: bool) -> bool:
-    """Whether the GEMM pushes its tiles into their owners' SLOTS (else, with partial_buffer, it writes a partial)."""
-    return alg.pushes_to_slots and not copy_engine
-
-
 def heap_bytes(alg: Algorithm, m: int, n: int, k: int, datatype: str, world: int, blk_m: int, blk_n: int,
                copy_engine: bool) -> int:
     """Bytes of symmetric heap one op allocates on each rank (OpBuffers.allocate's heap tensors)."""
@@ -70,17 +59,14 @@ def heap_bytes(alg: Algorithm, m: int, n: int, k: int, datatype: str, world: int
         total += _up(m * padded_cols(n) * out)
     if alg.gathers_a:  # the gathered A and its row-ready words
         total += _up(m * padded_cols(k) * dt.bytes) + _up(a_ready_words(m, k, blk_m, world) * 4)
-    if uses_slots(alg, copy_engine):
-        return total + _up(slot_rows(tiles, world, blk_m) * blk_n * out)
     return total + (_up(m * padded_cols(n) * out) if alg.partial_buffer else 0)
 
 
 @dataclass
 class OpBuffers:
     """The op's tensors. `a`, `b`: this rank's own input buffers (plain device memory, rows padded); `c`: its
-    output; `gemm_out`: what the GEMM writes when there are peers (C, a column block of the heap's C, the partial,
-    or the SLOTS its epilogue pushes tiles into: slot_rows); the rest as overlap.algorithms and overlap.kernels
-    describe them (None where unused)."""
+    output; `gemm_out`: what the GEMM writes when there are peers (C, a column block of the heap's C, or the
+    partial); the rest as overlap.algorithms and overlap.kernels describe them (None where unused)."""
 
     a: torch.Tensor
     b: torch.Tensor
@@ -88,7 +74,6 @@ class OpBuffers:
     c: torch.Tensor
     wide_c: bool
     partial: torch.Tensor | None
-    slots: torch.Tensor | None
     gemm_out: torch.Tensor
     ready: torch.Tensor
     ctrl: torch.Tensor
@@ -122,11 +107,8 @@ class OpBuffers:
         wide = block != local_n
         c_width = fam.c_shape(m, n, world)[1]
         c = torch.zeros((m, n), dtype=out_dtype, device=device) if wide else heap_c[:, :c_width]
+        partial = shmem.zeros(m, padded_cols(n), dtype=out_dtype)[:, :n] if alg.partial_buffer else None
         tiles = num_tiles(m, local_n, blk_m, blk_n)
-        slots = shmem.zeros(slot_rows(tiles, world, blk_m), blk_n, dtype=out_dtype) if uses_slots(alg, copy_engine) \
-            else None
-        partial = (shmem.zeros(m, padded_cols(n), dtype=out_dtype)[:, :n] if alg.partial_buffer and slots is None
-                   else None)
         ready = shmem.zeros(tiles * alg.ready_sources(world), dtype=torch.int32)
         ctrl = shmem.zeros(control_words(world), dtype=torch.int32)
         ag = shmem.zeros(m, padded_cols(k), dtype=dtype)[:, :k] if alg.gathers_a else None
@@ -136,8 +118,8 @@ class OpBuffers:
         elif fam.b == "cols":
             gemm_out = heap_c[:, rank * block:rank * block + local_n]
         else:
-            assert partial is not None or slots is not None
-            gemm_out = slots if slots is not None else partial
+            assert partial is not None
+            gemm_out = partial
         n_rb = -(-m // blk_m)
         kind = alg.copy_schedule if copy_engine else None
         # the band map, then the band counts (copy_engine.band_counts); as long as the tile flags at least, which
@@ -150,8 +132,7 @@ class OpBuffers:
         n_kc = -(-k // a_chunk_cols(k))
         fill = torch.zeros(n_rb * n_kc, dtype=torch.int32, device=device) if kind == "gather_a" else None
         errors = ErrorState(shmem)
-        return cls(a, b, heap_c, c, wide, partial, slots, gemm_out, ready, ctrl, errors, ag, a_ready, counts,
-                   counts_init,
+        return cls(a, b, heap_c, c, wide, partial, gemm_out, ready, ctrl, errors, ag, a_ready, counts, counts_init,
                    recv, fill, tiles, -(-local_n // blk_n))
 
     def traces(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -139,8 +139,7 @@ class Parts:
         gemm_a = bufs.ag if alg.gathers_a else a  # all_gather_gemm multiplies the gathered A
         args = gemm.launch_args(gemm_a, b, bufs.gemm_out, tile_flags=bufs.counts if counts else bufs.ready,
                                 gemm_trace=bufs.traces()[0] if traced else None, epilogue=epilogue,
-                                heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world,
-                                c_any_shape=bufs.gemm_out is bufs.slots)
+                                heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world)
         del args["epoch"]  # the kernel reads the step's epoch from CTRL
         # the overlap kernel's GEMM keeps power-of-two tiles (its communication tiles divide them), no split-K
         assert args.pop("BLK_N1") == 0 and args.pop("B1") is None, "the op plans power-of-two tile widths"

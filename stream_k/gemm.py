@@ -187,11 +187,11 @@ class StreamKGemm:
         return epoch
 
     def _check(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
-               gemm_trace: torch.Tensor | None, c_any_shape: bool = False) -> None:
+               gemm_trace: torch.Tensor | None) -> None:
         p = self.plan
         for name, t, shape, dt in (("a", a, (p.M, p.K), self.dtype), ("b", b, (p.K, p.N), self.dtype),
                                    ("c", c, (p.M, p.N), self.out_dtype)):
-            if tuple(t.shape) != shape and not (name == "c" and c_any_shape):
+            if tuple(t.shape) != shape:
                 raise ValueError(f"{name} must have shape {shape}; got {tuple(t.shape)}")
             if t.dtype != dt:
                 raise ValueError(f"{name} must be {dt}; got {t.dtype}")
@@ -208,17 +208,15 @@ class StreamKGemm:
     def launch_args(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, *,
                     tile_flags: torch.Tensor | None = None, gemm_trace: torch.Tensor | None = None,
                     epilogue: Any = None, heap_bases: torch.Tensor | None = None, cur_rank: int = 0,
-                    world_size: int = 1, epoch: int | None = None, c_any_shape: bool = False) -> dict[str, Any]:
-        """streamk_program's arguments (except pid, num_programs) by name, for one launch; advances the epoch.
-        c_any_shape: the EPILOGUE writes c in a layout of its own (its dtype and device are checked, not its shape)."""
-        assert not c_any_shape or epilogue is not None, "a C of its own layout needs the epilogue that writes it"
+                    world_size: int = 1, epoch: int | None = None) -> dict[str, Any]:
+        """streamk_program's arguments (except pid, num_programs) by name, for one launch; advances the epoch."""
         return self._args(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size,
-                          self.next_epoch(epoch), c_any_shape)
+                          self.next_epoch(epoch))
 
     def _args(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
               gemm_trace: torch.Tensor | None, epilogue: Any, heap_bases: torch.Tensor | None, cur_rank: int,
-              world_size: int, epoch: int, c_any_shape: bool = False) -> dict[str, Any]:
-        self._check(a, b, c, tile_flags, gemm_trace, c_any_shape)
+              world_size: int, epoch: int) -> dict[str, Any]:
+        self._check(a, b, c, tile_flags, gemm_trace)
         p, cfg = self.plan, self.config
         A, B, B1 = (self._descriptors(a, b) if cfg.tma else (a, b, None))
         narrow = width_parts(p.BLK_N)[1]  # a tile of two column blocks: data-parallel, no fix-up (stream_k.kernel)

@@ -23,11 +23,11 @@ import triton.language as tl
 import spec
 from iris_ops.device import translate
 from overlap.algorithms.record import Algorithm, Rates, rows_for_loads_in_flight
-from overlap.communication.comm_loop import flag_owner, rank_order_sum, subtile_offsets
+from overlap.communication.comm_loop import owner_of, rank_order_sum, subtile_offsets
 
 
 @triton.jit
-def reduce_to_all_tile(tile_id, pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
+def reduce_to_all_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     """Piece sm of owned tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into every rank's
     C."""
@@ -50,8 +50,13 @@ def signal_owner_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
     tl.debug_barrier()
-    flag_owner(TILE_FLAGS, tile_id, tl.cdiv(M, acc.shape[0]) * tl.cdiv(N, acc.shape[1]), epoch, heap_bases, cur_rank,
-               world_size)
+    n_tiles = tl.cdiv(M, acc.shape[0]) * tl.cdiv(N, acc.shape[1])
+    flag = TILE_FLAGS + cur_rank * n_tiles + tile_id
+    owner = owner_of(tile_id, world_size)
+    if owner == cur_rank:
+        tl.atomic_xchg(flag, epoch, sem="release", scope="gpu")
+    else:
+        tl.atomic_xchg(translate(flag, cur_rank, owner, heap_bases), epoch, sem="release", scope="sys")
 
 
 RECORD = Algorithm(

@@ -17,7 +17,7 @@ from stream_k.kernel import store_and_signal
 
 
 @triton.jit
-def all_scatter_tile(tile_id, pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
+def all_scatter_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
                      BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     for sn in tl.static_range(BLK_N // CTN):
         rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)

@@ -23,7 +23,7 @@ from overlap.communication.comm_loop import rank_order_sum, subtile_offsets
 
 
 @triton.jit
-def one_shot_tile(tile_id, pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
+def one_shot_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
                   BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     """Piece sm of tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into this rank's C."""
     # This rank's heap base address and its peers, computed here from the rank: where GEMM programs join the

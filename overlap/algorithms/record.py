@@ -56,9 +56,6 @@ class Algorithm:
     rates: Rates
     # tile t is moved by its owner, rank t % W, alone (overlap.communication.comm_loop: OWNED)
     owns_tiles: bool = False
-    # the GEMM's epilogue stores each tile into its slot on the tile's owner (SLOTS, overlap.buffers.slot_rows), who
-    # sums the W copies locally; copy_engine keeps the partial buffer (partial_buffer)
-    pushes_to_slots: bool = False
     # mode copy_engine's schedule (overlap.copy_steps): "scatter" C's columns to every peer, "reduce_rows" (send
     # each owner its rows of the partial, add what arrives), "gather_a" (A's rows to every peer)
     copy_schedule: str | None = None

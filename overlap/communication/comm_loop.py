@@ -12,8 +12,8 @@ algorithm's TILE_FN on each piece (CTM rows) of it that the ticket holds: the wh
 tiles are few, so that they still spread over many programs. A wait that times out records the error on every
 rank (iris_ops.error_state) and moves on, so a lost flag fails the step everywhere instead of hanging it.
 
-TILE_FN(tile_id, pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
-moves piece sm of the BLK_M x BLK_N tile tile_id = (pid_m, pid_n) of MOVE.SRC, its rows sm*CTM .. sm*CTM + CTM - 1, into
+TILE_FN(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+moves piece sm of the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC, its rows sm*CTM .. sm*CTM + CTM - 1, into
 MOVE.DST (overlap.kernel_args.Move), in sub-tiles of CTM x CTN. `rank_order_sum` is the reduction the
 reduce family's movers share: every rank's copy of a sub-tile, loaded together and added in rank order 0, 1,
 ..., W-1, so the sum is the same bits on every rank and in every run.
@@ -56,8 +56,7 @@ def _move_pieces(tile_id, sm0, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl
         if COMM_TRACE is not None:
             t_ready = read_timer(CLOCK, TIMER)
         for sm in range(sm0, end):
-            TILE_FN(tile_id, pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM,
-                    MOVE_FLAGS.CTN)
+            TILE_FN(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, MOVE_FLAGS.CTN)
         if COMM_TRACE is not None:
             row = COMM_TRACE + tile_id * 5
             if sm0 == 0:
@@ -92,54 +91,6 @@ def _tile_of(ticket, n_tiles, n_mine, first, rotate, cur_rank, world_size, OWNED
 def owner_of(tile_id, world_size):
     """The rank that moves tile_id where tiles have owners (MoveFlags.OWNED)."""
     return tile_id % world_size
-
-
-@triton.jit
-def flag_owner(TILE_FLAGS, tile_id, n_tiles, epoch, heap_bases, cur_rank, world_size):
-    """TILE_FLAGS[cur_rank, tile_id] = epoch on the tile's owner: a release at system scope for a peer, at GPU scope
-    where the owner is this rank (after a barrier: the whole program's stores of the tile come before it)."""
-    flag = TILE_FLAGS + cur_rank * n_tiles + tile_id
-    owner = owner_of(tile_id, world_size)
-    if owner == cur_rank:
-        tl.atomic_xchg(flag, epoch, sem="release", scope="gpu")
-    else:
-        tl.atomic_xchg(translate(flag, cur_rank, owner, heap_bases), epoch, sem="release", scope="sys")
-
-
-@triton.jit
-def slot_tile(SLOTS, tile_id, src, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr):
-    """Rank src's copy of owned tile tile_id in its owner's SLOTS (overlap.buffers.slot_rows): the owner's tiles in
-    tile order, W copies of each, BLK_M x BLK_N elements apiece, row-major."""
-    return SLOTS + ((tile_id // world_size) * world_size + src).to(tl.int64) * (BLK_M * BLK_N)
-
-
-@triton.jit
-def slot_order_sum(SLOTS, tile_id, offs, world_size: tl.constexpr, BLK_M: tl.constexpr, BLK_N: tl.constexpr):
-    """Sum over every rank p of its copy of owned tile tile_id (at offs inside the tile) in this rank's SLOTS, loaded
-    together and added in rank order (fp32, int32 for integer data)."""
-    if SLOTS.dtype.element_ty.is_int():
-        acc = tl.load(slot_tile(SLOTS, tile_id, 0, world_size, BLK_M, BLK_N) + offs).to(tl.int32)
-    else:
-        acc = tl.load(slot_tile(SLOTS, tile_id, 0, world_size, BLK_M, BLK_N) + offs).to(tl.float32)
-    for p in tl.static_range(1, world_size):
-        acc += tl.load(slot_tile(SLOTS, tile_id, p, world_size, BLK_M, BLK_N) + offs).to(acc.dtype)
-    return acc
-
-
-@triton.jit
-def push_to_owner_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                           heap_bases, cur_rank, world_size):
-    """Store the tile into this rank's slot of it on its owner (C: SLOTS; the strides are the slots' own), then
-    mark it ready there (flag_owner). Rows and columns past M and N land in the slot's padding."""
-    BLK_M: tl.constexpr = acc.shape[0]
-    BLK_N: tl.constexpr = acc.shape[1]
-    cols = tl.max_contiguous(tl.multiple_of(rn % BLK_N, BLK_N), BLK_N)
-    offs = (rm - row0)[:, None] * BLK_N + cols[None, :]
-    dst = translate(slot_tile(C, tile_id, cur_rank, world_size, BLK_M, BLK_N), cur_rank,
-                    owner_of(tile_id, world_size), heap_bases)
-    tl.store(dst + offs, acc.to(C.dtype.element_ty))
-    tl.debug_barrier()
-    flag_owner(TILE_FLAGS, tile_id, tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N), epoch, heap_bases, cur_rank, world_size)
 
 
 @triton.jit
