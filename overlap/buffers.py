@@ -18,8 +18,8 @@ import torch
 
 from iris_ops import ERROR_WORDS, ErrorState, Iris
 from overlap.algorithms import Algorithm
+from overlap.bands import row_bands
 from overlap.communication.copy_engine import band_counts
-from overlap.copy_steps import row_bands
 from overlap.kernels import control_words
 from spec import DATATYPES
 from stream_k.layout import padded_cols, padded_zeros
