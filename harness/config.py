@@ -364,6 +364,7 @@ def parse_config(argv: list[str] | None, target: Target, world_size: int) -> Ben
     flag."""
     from overlap.config import InvalidConfig, OverlapConfig, check_names
     from overlap.planner import CACHE_ENV, TuningCache
+    from overlap.resolution import resolve_config
 
     parser = build_parser()
     ns, unknown = parser.parse_known_args(argv)
@@ -398,7 +399,7 @@ def parse_config(argv: list[str] | None, target: Target, world_size: int) -> Ben
         check_names(op)
         check_sizes(op, world_size)
         cache.entries()  # a file that is not a tuning cache is refused now, not ignored (or overwritten by --tune)
-        op = op.resolve(target, world_size, cache)
+        op = resolve_config(op, target, world_size, cache)
     except InvalidConfig as exc:
         raise ConfigError(cache_flag if exc.field == "tuning_cache" else flag_of(exc.field), exc.message) from None
     cfg = BenchConfig(op=op, tma=values["tma"], defaulted=defaulted, **run)

@@ -22,8 +22,8 @@ from harness.config import BenchConfig
 from harness.dtypes import random_inputs
 from harness.validate import compare_tiles, inputs_failure, nonfinite_inputs, reference_product
 from iris_ops import Iris
-from overlap.config import heap_bytes
 from overlap.op import OverlapOp
+from overlap.resolution import heap_bytes
 from overlap.step import Step
 
 # How often a back-to-back loop looks at the error words: often enough to stop soon after a give-up, rarely enough

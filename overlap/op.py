@@ -42,9 +42,10 @@ import torch
 from iris_ops import ErrorState, Iris
 from overlap.algorithms import ALGORITHMS, Algorithm
 from overlap.buffers import OpBuffers
-from overlap.config import OverlapConfig, heap_bytes
+from overlap.config import OverlapConfig
 from overlap.modes import MODE_STEPS, ModeSteps
 from overlap.parts import Parts
+from overlap.resolution import heap_bytes, resolve_config
 from overlap.step import KINDS, Step, StepRunner, step_graph_enabled
 from overlap.target import device_target
 from spec import AUTO, Target
@@ -69,7 +70,7 @@ class OverlapOp:
         here = device_target(self.device if self.on_gpu else None)
         self.target = target if target is not None else here
         self.runnable = self.target == here  # built for this process's device (else: listed, not run)
-        self.cfg = cfg.resolve(self.target, self.world)
+        self.cfg = resolve_config(cfg, self.target, self.world)
         cfg = self.cfg
         assert cfg.kernel is not None and cfg.total_sms is not None and cfg.gemm_sms is not None
         self.algorithm: Algorithm = ALGORITHMS[cfg.algorithm]

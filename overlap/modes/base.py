@@ -3,18 +3,16 @@ GEMM and the communication timed alone, the SM split's check and options, the co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 import spec
 from overlap.candidates import Candidate, Problem
+from overlap.config import InvalidConfig, OverlapConfig
+from overlap.parts import Parts
 from overlap.rates import COMM_RESERVES
 from overlap.step import Step
-
-if TYPE_CHECKING:
-    from overlap.config import OverlapConfig
-    from overlap.parts import Parts
 
 
 class ModeSteps:
@@ -79,8 +77,6 @@ class ModeSteps:
     def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
         """Refuse what this mode cannot run (overlap.config.InvalidConfig): here, an SM split that leaves no SM to
         communicate."""
-        from overlap.config import InvalidConfig
-
         total, gemm = cfg.total_sms, cfg.gemm_sms
         assert total is not None and gemm is not None
         if not 1 <= gemm < total:

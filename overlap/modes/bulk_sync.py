@@ -6,18 +6,14 @@ World 1: the GEMM kernel alone on every program.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 import spec
 from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
+from overlap.parts import Parts
 from overlap.rates import STEP_US, comm_rate, local_ms, sync_ms
 from overlap.step import Step
-
-if TYPE_CHECKING:
-    from overlap.parts import Parts
 
 
 class BulkSync(ModeSteps):

@@ -9,19 +9,15 @@ World 1: the GEMM kernel alone on every program.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 import spec
 from overlap.candidates import Candidate, Problem
+from overlap.config import InvalidConfig, OverlapConfig
 from overlap.modes.base import ModeSteps
+from overlap.parts import Parts
 from overlap.rates import CE_BANDS, CE_FIXED_MS, CE_LOCAL_GBS, CE_OP_US, CE_PEER_GBS, LOCAL_GBS, sync_ms
 from overlap.step import Step
-
-if TYPE_CHECKING:
-    from overlap.config import OverlapConfig
-    from overlap.parts import Parts
 
 
 class CopyEngine(ModeSteps):
@@ -46,8 +42,6 @@ class CopyEngine(ModeSteps):
         return Step("comm_alone", pre=[parts.ce_start()], main=[("comm_alone", [schedule])], pre_name="start")
 
     def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
-        from overlap.config import InvalidConfig
-
         if cfg.gemm_sms != cfg.total_sms:
             raise InvalidConfig("gemm_sms", f"{self.name} runs the GEMM on every SM: gemm_sms must equal total_sms "
                                             f"({cfg.total_sms}), got {cfg.gemm_sms}")

@@ -8,25 +8,14 @@ World 1: the GEMM kernel alone on every program (the communication has no work, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 import spec
 from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
-from overlap.modes.fused import overlapped_cost
+from overlap.modes.fused import joins, overlapped_cost
+from overlap.parts import Parts
 from overlap.step import Step
-
-if TYPE_CHECKING:
-    from overlap.parts import Parts
-
-
-def joins(parts: Parts) -> bool:
-    """GEMM programs join the communication once done with their tiles: on a GPU only (in the interpreter,
-    programs run one after another, so an early program would wait on a later one's tile), and not where the
-    communication moves A's rows."""
-    return parts.cfg.gemm_joins_comm and not parts.target.interpreted and not parts.alg.gathers_a
 
 
 class TwoStreams(ModeSteps):
