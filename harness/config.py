@@ -33,7 +33,7 @@ from harness.checks import (
     timeout_seconds,
 )
 from harness.timing import START_SYNCS
-from spec import AUTO, Target
+from spec import AUTO, Target, schedule_label
 from spec.modes import AUTO_HELP
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
@@ -319,7 +319,7 @@ def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | 
     rounds = f"_r{flags['sk_rounds']}" if flags["sk_rounds"] != 1 else ""
     # a schedule given on the command line (a sweep may give several) names the file; a planned one does not
     sched = "" if "schedule" in cfg.defaulted or flags["schedule"] == AUTO else (
-        f"_{flags['schedule']}" + (("2" if flags["two_tiles"] else "1") if flags["schedule"] == "hybrid" else ""))
+        f"_{schedule_label(flags['schedule'], flags['two_tiles'])}")
     return (f"{stem}_{cfg.algorithm}_{cfg.mode}_g{flags['gemm_sms']}_ct{tile}{order}{rounds}{sched}{sync}"
             f".{suffix}")
 

@@ -16,7 +16,6 @@ Every run is checked against torch.matmul and written as one JSON record (harnes
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -28,12 +27,13 @@ import spec
 from harness import runlog
 from harness.dtypes import DATATYPES, random_inputs
 from harness.timing import sample_ms
+from iris_ops.env import interpreted
 from stream_k.configs import default_config
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
 from stream_k.plan import AUTO_SCHEDULE, SCHEDULE_CHOICES
 
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+INTERPRET = interpreted()
 GPU_SHAPES = "8192x8192x8192,4864x4096x8256"
 CPU_SHAPES = "64x64x64,72x40x56"
 

@@ -5,9 +5,9 @@
 
 A candidate is `default` (what `StreamKGemm.create` chooses for the shape: stream_k.select) or
 `BMxBNxBK/sSTAGES/wWARPS/SCHEDULE[/rROUNDS]`, SCHEDULE one of auto (the model's pick of dp and hybrid1 for that
-tile), hybrid (DP waves plus a Stream-K share of one to two tiles per program), hybrid1 (hybrid over the leftover
-tiles only), dp, sk, splitk or splitkS (split-K, S pieces per tile; plain splitk: as many as the programs allow);
-BN may be 3 or 5 times a power of two (a tile of two column blocks, dp only); fixed candidates use TMA where the
+tile), hybrid or hybrid2 (DP waves plus a Stream-K share of one to two tiles per program), hybrid1 (hybrid over the
+leftover tiles only), dp, sk, splitk or splitkS (split-K, S pieces per tile; plain splitk: as many as the programs
+allow); BN may be 3 or 5 times a power of two (a tile of two column blocks, dp only); fixed candidates use TMA where the
 GPU has it. A suite is a file of `M N K` lines
 (harness/suites/NAME.txt, or a path).
 
@@ -44,13 +44,15 @@ from harness import runlog, sysinfo
 from harness.checks import ConfigError, OneLineParser
 from harness.dtypes import DATATYPES, random_inputs
 from harness.timing import sample_ms
+from spec import parse_schedule_label, schedule_label, sm90_or_newer
+from stream_k.configs import current_arch
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
 from stream_k.plan import MAX_SK_ROUNDS
 from stream_k.roofline import device_peaks, gemm_bytes, roofline_us
 from stream_k.tiles import width_parts
 
-SCHEDULE_NAMES = ("auto", "hybrid", "hybrid1", "dp", "sk", "splitk")
+SCHEDULE_NAMES = ("auto", "hybrid", "hybrid1", "hybrid2", "dp", "sk", "splitk")
 DEFAULT = "default"
 SUITES = Path(__file__).resolve().parent / "suites"
 LOOP_MS = 20.0  # device time one back-to-back loop spans
@@ -85,8 +87,8 @@ class GemmCandidate:
 
     def plan_args(self) -> dict[str, Any]:
         """StreamKGemm.create's schedule arguments."""
-        return {"schedule": "hybrid" if self.schedule == "hybrid1" else self.schedule,
-                "two_tiles": self.schedule != "hybrid1", "sk_rounds": self.rounds, "split_k": self.split_k}
+        schedule, two_tiles = parse_schedule_label(self.schedule)
+        return {"schedule": schedule, "two_tiles": two_tiles, "sk_rounds": self.rounds, "split_k": self.split_k}
 
 
 def parse_candidate(text: str) -> GemmCandidate | str:
@@ -372,7 +374,7 @@ def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: tor
             row.update(tflops=flops / row["loop_ms"] / 1e9 if gpu else flops / row["ms"] / 1e9,
                        rel_error=rel, passed=rel <= tol, chosen=f"{cfg.BLK_M}x{cfg.BLK_N}x{cfg.BLK_K}/s{cfg.num_stages}"
                        f"/w{cfg.num_warps}{'/tma' if cfg.tma else ''}", tiles=plan.num_tiles, sk_tiles=plan.sk_tiles,
-                       schedule=plan.schedule + ("" if plan.schedule != "hybrid" else "2" if plan.two_tiles else "1")
+                       schedule=schedule_label(plan.schedule, plan.two_tiles)
                        + (str(plan.split_k) if plan.split_k else ""),
                        registers=usage.get("registers"), spills=usage.get("spills"), error="")
             del gemm, outs, calls
@@ -491,7 +493,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     device = default_device()
     gpu = device.type == "cuda"
     programs = args.num_programs or default_num_programs(device)
-    tma = gpu and torch.cuda.get_device_capability(device)[0] >= 9 if args.tma == "auto" else args.tma == "true"
+    tma = gpu and sm90_or_newer(current_arch()) if args.tma == "auto" else args.tma == "true"
     warmup = args.warmup if args.warmup is not None else (10 if gpu else 1)
     rep = args.rep if args.rep is not None else (40 if gpu else 1)
     gen = torch.Generator(device="cuda" if gpu else "cpu").manual_seed(0)

@@ -50,7 +50,6 @@ import argparse
 import ctypes
 import datetime as _dt
 import json
-import os
 import re
 import sys
 import time
@@ -64,9 +63,10 @@ import triton.language as tl
 import iris_ops
 from harness import sysinfo
 from harness.runlog import summarize_ms
+from iris_ops.env import interpreted, on_gpu
 
 SCHEMA = "streamk-pgas/microbench/1"
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+INTERPRET = interpreted()
 ELEM = torch.int32
 ELEM_BYTES = 4
 TARGET_FRACTION = 0.90
@@ -489,7 +489,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--skip_roundtrip", action="store_true")
     p.add_argument("--output_file", type=Path, default=None, help="write the JSON record here (rank 0)")
     args = p.parse_args(argv)
-    gpu = not INTERPRET and torch.cuda.is_available()
+    gpu = on_gpu()
     default_sizes = [1 << (20 + 2 * k) for k in range(6)] if gpu else [4 << 10, 16 << 10]
     args.sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()] if args.sizes else default_sizes
     args.iters = args.iters or (20 if gpu else 3)

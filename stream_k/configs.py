@@ -34,9 +34,11 @@ Measured / checked:
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+from iris_ops.env import interpreted
+from spec import sm90_or_newer
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ _INTERPRETER = {name: KernelConfig(32, 32, 32 if name == "int8" else 16, 1, 4)
 
 def current_arch() -> str:
     """"interpreter", "sm<major><minor>" (NVIDIA), the gfx name (AMD), or "cpu" without a GPU."""
-    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+    if interpreted():
         return "interpreter"
     import torch
 
@@ -135,7 +137,7 @@ def default_config(dtype_name: str, arch: str | None = None) -> KernelConfig:
         table = _INTERPRETER
     elif arch.startswith("gfx9"):
         table = _AMD_CDNA3
-    elif arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 90:
+    elif sm90_or_newer(arch):
         table = _NVIDIA_SM90
     else:
         table = _NVIDIA_SM80

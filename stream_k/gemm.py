@@ -13,13 +13,13 @@ from `gemm.launch_options()`.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections import OrderedDict
 from typing import Any
 
 import torch
 
 from iris_ops.device import arch_code, decode_error, default_timer_kind, spin_budget
+from iris_ops.env import interpreted, on_gpu
 from stream_k.configs import KernelConfig, current_arch, default_config
 from stream_k.dtypes import DATATYPES as DTYPES
 from stream_k.dtypes import output_dtype
@@ -66,19 +66,19 @@ def dtype_name(dtype: torch.dtype | str) -> str:
 
 
 def is_hip() -> bool:
-    return bool(getattr(torch.version, "hip", None)) and os.environ.get("TRITON_INTERPRET", "0") != "1"
+    return bool(getattr(torch.version, "hip", None)) and not interpreted()
 
 
 def default_num_programs(device: torch.device | str | None = None) -> int:
     """All SMs / CUs of the GPU; 4 in the interpreter (programs run one after another there)."""
-    if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
+    if not on_gpu():
         return 4
     dev = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
     return torch.cuda.get_device_properties(dev).multi_processor_count
 
 
 def default_device() -> torch.device:
-    if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
+    if not on_gpu():
         return torch.device("cpu")
     return torch.device("cuda", torch.cuda.current_device())
 

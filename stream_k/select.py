@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spec import schedule_label, sm90_or_newer
 from stream_k.configs import KernelConfig, default_config
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 from stream_k.roofline import gemm_bytes
@@ -52,7 +53,7 @@ GEMM_TB_S = {"sm90": 3.3, "other": 1.5}
 
 def arch_family(arch: str) -> str:
     """"sm90" for NVIDIA sm_90 and newer, "other" for the rest."""
-    return "sm90" if arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 90 else "other"
+    return "sm90" if sm90_or_newer(arch) else "other"
 
 
 def interpreted(arch: str) -> bool:
@@ -70,7 +71,7 @@ class GemmChoice:
 
     def describe(self) -> str:
         k, p = self.config, self.plan
-        sched = p.schedule + ("" if p.schedule != "hybrid" else "2" if p.two_tiles else "1")
+        sched = schedule_label(p.schedule, p.two_tiles)
         sched += str(p.split_k) if p.split_k else ""
         return (f"{k.BLK_M}x{k.BLK_N}x{k.BLK_K}/s{k.num_stages}/w{k.num_warps}{'/tma' if k.tma else ''}/{sched}"
                 f"/r{p.sk_rounds}")

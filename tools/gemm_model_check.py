@@ -57,8 +57,7 @@ def model_us(row: dict[str, Any], dtype: str, arch: str, programs: int) -> float
     writes it: dp, hybrid1, hybrid2, sk, splitkS) for the row's shape, planned as the sweep plans its candidates."""
     M, N, K = (int(x) for x in str(row["shape"]).split("x"))
     parts = str(row["chosen"]).split("/")
-    schedule = {"hybrid2": "hybrid"}.get(str(row["schedule"]), str(row["schedule"]))
-    cand = parse_candidate("/".join([*parts[:3], schedule]))
+    cand = parse_candidate("/".join([*parts[:3], str(row["schedule"])]))
     assert isinstance(cand, GemmCandidate)
     cfg = default_config(dtype, arch).replace(BLK_M=cand.blk_m, BLK_N=cand.blk_n, BLK_K=cand.blk_k,
                                              num_stages=cand.stages, num_warps=cand.warps, tma="tma" in parts)
