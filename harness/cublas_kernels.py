@@ -17,8 +17,9 @@ from typing import Any
 import torch
 
 from harness.checks import ConfigError, OneLineParser
-from harness.dtypes import DATATYPES, random_inputs
+from harness.dtypes import random_inputs
 from harness.gemm_sweep import load_suite, parse_shapes
+from spec import DATATYPES
 from stream_k.configs import current_arch
 from stream_k.gemm import default_num_programs
 from stream_k.select import choose_gemm

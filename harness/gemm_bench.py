@@ -25,9 +25,10 @@ import torch
 
 import spec
 from harness import runlog
-from harness.dtypes import DATATYPES, random_inputs
+from harness.dtypes import random_inputs
 from harness.timing import sample_ms
 from iris_ops.env import interpreted
+from spec import DATATYPES
 from stream_k.configs import default_config
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy

@@ -42,9 +42,9 @@ import torch
 
 from harness import runlog, sysinfo
 from harness.checks import ConfigError, OneLineParser
-from harness.dtypes import DATATYPES, random_inputs
+from harness.dtypes import random_inputs
 from harness.timing import sample_ms
-from spec import parse_schedule_label, schedule_label, sm90_or_newer
+from spec import DATATYPES, parse_schedule_label, schedule_label, sm90_or_newer
 from stream_k.configs import current_arch
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy

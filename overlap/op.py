@@ -50,8 +50,7 @@ from overlap.step import KINDS, Step, StepRunner, step_graph_enabled
 from overlap.target import device_target
 from spec import AUTO, Target
 from stream_k import StreamKGemm
-from stream_k.dtypes import DATATYPES as TORCH_DTYPES
-from stream_k.dtypes import output_dtype
+from stream_k.dtypes import TORCH_DTYPES, output_dtype
 from stream_k.gemm import BOUND_LAUNCHES
 from stream_k.launch import BoundLaunch
 from stream_k.layout import aligned_rows, buffer_key, padded_zeros, tma_rows

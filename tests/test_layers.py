@@ -84,12 +84,14 @@ def test_spec_is_the_bottom_and_needs_no_torch() -> None:
 
 
 def test_reference_baselines_do_not_load_the_triton_stack() -> None:
-    """The vendor baselines (reference/) run with torch alone: importing them loads no Triton, stream_k or overlap,
-    and of iris_ops only what ends a run and starts a world (its errors, variables, bootstrap, entry)."""
+    """The vendor baselines (reference/) run with torch alone: importing them loads no Triton or overlap, of
+    stream_k only its datatype map (stream_k.dtypes), and of iris_ops only what ends a run and starts a world (its
+    errors, variables, bootstrap, entry)."""
     import subprocess
     import sys
 
-    light = ("iris_ops", "iris_ops.errors", "iris_ops.env", "iris_ops.bootstrap", "iris_ops.entry")
+    light = ("iris_ops", "iris_ops.errors", "iris_ops.env", "iris_ops.bootstrap", "iris_ops.entry", "stream_k",
+             "stream_k.dtypes")
     code = ("import sys; import reference.cli, reference.variants, reference.runner, reference.world; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('triton', 'stream_k', 'overlap', 'iris_ops') "
             f"and m not in {light!r}))")
