@@ -12,7 +12,7 @@ from overlap.candidates import Candidate, Problem
 from overlap.config import InvalidConfig, OverlapConfig
 from overlap.parts import Parts
 from overlap.rates import COMM_RESERVES
-from overlap.step import Step
+from overlap.step import StepLaunches
 
 
 class ModeSteps:
@@ -32,7 +32,7 @@ class ModeSteps:
         return spec.MODES[self.name]
 
     # ---- the step ---------------------------------------------------------------------------------------
-    def build(self, parts: Parts, kind: str, a: torch.Tensor, b: torch.Tensor) -> Step:
+    def build(self, parts: Parts, kind: str, a: torch.Tensor, b: torch.Tensor) -> StepLaunches:
         """The launches of one step of `kind` (overlap.step.KINDS) on inputs a and b."""
         if parts.world == 1:
             return self.alone_step(parts, kind, a, b)
@@ -41,7 +41,7 @@ class ModeSteps:
             assert cfg.gemm_sms is not None
             gemm = parts.gemm(cfg.gemm_sms)
             launch = parts.overlap(gemm, a, b, step_programs=gemm.plan.num_programs, peer_sync=False, wait_a=False)
-            return Step(kind, main=[("gemm_alone", [launch])])
+            return StepLaunches(kind, main=[("gemm_alone", [launch])])
         if kind == "comm_alone":
             return self.comm_alone(parts, a)
         step = self.step(parts, a, b, traced=kind == "traced")
@@ -49,24 +49,24 @@ class ModeSteps:
             step.post = [parts.compaction()]
         return step
 
-    def alone_step(self, parts: Parts, kind: str, a: torch.Tensor, b: torch.Tensor) -> Step:
+    def alone_step(self, parts: Parts, kind: str, a: torch.Tensor, b: torch.Tensor) -> StepLaunches:
         """One rank: the GEMM alone (self.world_one); the communication timed alone has nothing to move."""
         if kind == "comm_alone":
-            return Step(kind)
+            return StepLaunches(kind)
         programs = parts.cfg.gemm_sms if kind == "gemm_alone" else parts.main_programs
         assert programs is not None
         name = "gemm_alone" if kind == "gemm_alone" else "gemm"
-        return Step(kind, main=[(name, [parts.alone(programs, a, b, traced=kind == "traced")])])
+        return StepLaunches(kind, main=[(name, [parts.alone(programs, a, b, traced=kind == "traced")])])
 
-    def comm_alone(self, parts: Parts, a: torch.Tensor) -> Step:
+    def comm_alone(self, parts: Parts, a: torch.Tensor) -> StepLaunches:
         """The communication on the programs the GEMM leaves, every tile taken as ready."""
         cfg = parts.cfg
         assert cfg.total_sms is not None and cfg.gemm_sms is not None
         programs = cfg.total_sms - cfg.gemm_sms
-        return Step("comm_alone", main=[("comm_alone", [parts.comm(programs, claim=False, step_programs=programs,
-                                                                   wait_ready=False, a=a)])])
+        comm = parts.comm(programs, claim=False, step_programs=programs, wait_ready=False, a=a)
+        return StepLaunches("comm_alone", main=[("comm_alone", [comm])])
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         raise NotImplementedError
 
     # ---- the SM split -------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from overlap.config import InvalidConfig, OverlapConfig
 from overlap.modes.base import ModeSteps
 from overlap.parts import Parts
 from overlap.rates import CE_BANDS, CE_FIXED_MS, CE_LOCAL_GBS, CE_OP_US, CE_PEER_GBS, LOCAL_GBS, sync_ms
-from overlap.step import Step
+from overlap.step import StepLaunches
 
 
 class CopyEngine(ModeSteps):
@@ -25,21 +25,21 @@ class CopyEngine(ModeSteps):
     second_stream = True
     copies = True
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, alg = parts.cfg.total_sms, parts.alg
         assert T is not None
         gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a)
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
-        step = Step("step", pre=[parts.ce_start()], main=[("gemm", [gemm])], side=schedule, side_name="copy",
+        step = StepLaunches("step", pre=[parts.ce_start()], main=[("gemm", [gemm])], side=schedule, side_name="copy",
                     side_first=alg.gathers_a, pre_name="start", post_name="add")
         if alg.copy_schedule == "reduce_rows":
             step.post = [parts.reduce_rows_post()]
         return step
 
-    def comm_alone(self, parts: Parts, a: torch.Tensor) -> Step:
+    def comm_alone(self, parts: Parts, a: torch.Tensor) -> StepLaunches:
         """The copies and the protocol, nothing waited for."""
         schedule = parts.copy_schedule(a, parts.ce_finish(1), wait=False)
-        return Step("comm_alone", pre=[parts.ce_start()], main=[("comm_alone", [schedule])], pre_name="start")
+        return StepLaunches("comm_alone", pre=[parts.ce_start()], main=[("comm_alone", [schedule])], pre_name="start")
 
     def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
         if cfg.gemm_sms != cfg.total_sms:

@@ -14,7 +14,7 @@ from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
 from overlap.parts import Parts
 from overlap.rates import STEP_US, comm_rate, local_ms, sync_ms
-from overlap.step import Step
+from overlap.step import StepLaunches
 
 
 def joins(parts: Parts) -> bool:
@@ -27,13 +27,13 @@ def joins(parts: Parts) -> bool:
 class Fused(ModeSteps):
     name = "fused"
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, G = parts.cfg.total_sms, parts.cfg.gemm_sms
         assert T is not None and G is not None
         join = joins(parts)
         launch = parts.overlap(parts.gemm(G), a, b, comm_programs=T - G, join=join, claim=not parts.alg.gathers_a,
                                step_programs=T, traced=traced)
-        return Step("step", main=[("fused", [launch])])
+        return StepLaunches("step", main=[("fused", [launch])])
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
         return overlapped_cost(p, c, g, fused=True)

@@ -15,14 +15,14 @@ from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
 from overlap.modes.fused import joins, overlapped_cost
 from overlap.parts import Parts
-from overlap.step import Step
+from overlap.step import StepLaunches
 
 
 class TwoStreams(ModeSteps):
     name = "two_streams"
     second_stream = True
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, G = parts.cfg.total_sms, parts.cfg.gemm_sms
         assert T is not None and G is not None
         gathers = parts.alg.gathers_a
@@ -31,7 +31,7 @@ class TwoStreams(ModeSteps):
         comm = parts.comm(T - G, claim=not gathers, step_programs=T, traced=traced, a=a)
         # all_gather_gemm: the GEMM waits on the rows the communication pushes, so it goes first wherever
         # launches run in order (the interpreter, the preload)
-        return Step("step", main=[("gemm", [gemm])], side=comm, side_first=gathers)
+        return StepLaunches("step", main=[("gemm", [gemm])], side=comm, side_first=gathers)
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
         return overlapped_cost(p, c, g, fused=False)
