@@ -98,7 +98,7 @@ SPLIT_TILE_FILL = 0.5
 def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> KernelConfig:
     """The tile for an M x N output on `arch` (stream_k.configs' default where no measured rule applies).
 
-    Measured rule (NVIDIA sm_90, bf16 / fp16; harness.gemm_sweep on the tp suite, one H200, results/README.md): a
+    Measured rule (NVIDIA sm_90, bf16 / fp16; tools.gemm_sweep on the tp suite, one H200, results/README.md): a
     small M makes the GEMM a stream of B, read once, by tiles as tall as M and narrow enough to give every SM
     work: M <= 64 -> 64 x 64 x 128 (6 stages, 4 warps), M <= 128 -> 64 x 128 x 128 (4 stages), M <= 256 ->
     128 x 128 x 64 (5 stages, 8 warps); a larger M -> 128 x 256 x 64 (3 stages, 8 warps), or 128 x 128 when the

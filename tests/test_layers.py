@@ -187,3 +187,18 @@ def test_cycle_walker_sees_deferred_imports(tmp_path: Path) -> None:
     assert module_cycle(tmp_path) == ["overlap.config", "overlap.modes", "overlap.modes.base", "overlap.config"]
     (pkg / "config.py").write_text("import os\n")
     assert module_cycle(tmp_path) is None
+
+
+def test_logs_are_data() -> None:
+    """results/logs holds the data of real runs (and, beside a log, the script that made it, as data): no module of
+    the project imports from it, and no test, script or CI step runs a file under it."""
+    import re
+
+    pattern = re.compile(r"(from|import)\s+results\.logs\b|results/logs/[\w./*{}-]*\.(py|sh)\b")
+    sources = [p for package in (*LAYERS, "tests", "scripts", ".ci") if (ROOT / package).is_dir()
+               for p in (ROOT / package).rglob("*") if p.is_file() and p.suffix in ("", ".py", ".sh")]
+    sources += [ROOT / "run.sh", ROOT / "benchmark.py"]
+    hits = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in sources
+            if not p.is_relative_to(ROOT / "results" / "logs") and p != Path(__file__).resolve()
+            for m in pattern.finditer(p.read_text(errors="replace"))]
+    assert not hits, hits

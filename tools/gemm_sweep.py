@@ -1,7 +1,7 @@
 """The GEMM beside cuBLAS (torch.matmul) per shape on one GPU: a suite of shapes, candidates per shape, the roofline.
 
-    python -m harness.gemm_sweep --suite tp --csv out/tp.csv            # StreamKGemm's defaults on the tp suite
-    python -m harness.gemm_sweep --shapes 512x8192x4096 --candidates default,128x256x64/s3/w8/dp,64x128x64/s6/w4/sk
+    python -m tools.gemm_sweep --suite tp --csv out/tp.csv            # StreamKGemm's defaults on the tp suite
+    python -m tools.gemm_sweep --shapes 512x8192x4096 --candidates default,128x256x64/s3/w8/dp,64x128x64/s6/w4/sk
 
 A candidate is `default` (what `StreamKGemm.create` chooses for the shape: stream_k.select) or
 `BMxBNxBK/sSTAGES/wWARPS/SCHEDULE[/rROUNDS]`, SCHEDULE one of auto (the model's pick of dp and hybrid1 for that
@@ -9,7 +9,7 @@ tile), hybrid or hybrid2 (DP waves plus a Stream-K share of one to two tiles per
 leftover tiles only), dp, sk, splitk or splitkS (split-K, S pieces per tile; plain splitk: as many as the programs
 allow); BN may be 3 or 5 times a power of two (a tile of two column blocks, dp only); fixed candidates use TMA where the
 GPU has it. A suite is a file of `M N K` lines
-(harness/suites/NAME.txt, or a path).
+(tools/suites/NAME.txt, or a path).
 
 Every candidate of a shape reads the same random inputs (never zeros), the user's own contiguous tensors (no
 padded copies), and is validated against an fp32 product of them (output poisoned first). cuBLAS is timed before
@@ -152,7 +152,7 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
 
 
 def load_suite(name: str) -> list[tuple[int, int, int]]:
-    """The shapes of suite `name` (harness/suites/NAME.txt) or of the file at path `name`: `M N K` per line."""
+    """The shapes of suite `name` (tools/suites/NAME.txt) or of the file at path `name`: `M N K` per line."""
     path = SUITES / f"{name}.txt"
     if not path.is_file():
         path = Path(name)
@@ -173,10 +173,10 @@ def load_suite(name: str) -> list[tuple[int, int, int]]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = OneLineParser(prog="python -m harness.gemm_sweep",
+    ap = OneLineParser(prog="python -m tools.gemm_sweep",
                        description="The GEMM's candidates per shape beside cuBLAS, on one GPU, with the roofline.")
     ap.add_argument("--shapes", default=None, help="MxNxK list")
-    ap.add_argument("--suite", default=None, help="a suite name (harness/suites/NAME.txt: tp) or a file of 'M N K'")
+    ap.add_argument("--suite", default=None, help="a suite name (tools/suites/NAME.txt: tp) or a file of 'M N K'")
     ap.add_argument("--candidates", default=DEFAULT,
                     help=f"comma list of {DEFAULT} and BMxBNxBK/sS/wW/SCHEDULE[/rR][/xP] "
                     "(SCHEDULE: auto, hybrid, hybrid1, dp, sk) (default: default)")
@@ -527,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)
     except ConfigError as exc:  # one line naming the flag
-        print(f"harness.gemm_sweep: error: {exc}", file=sys.stderr)
+        print(f"tools.gemm_sweep: error: {exc}", file=sys.stderr)
         return 2
     meta = {"device": sysinfo.device_info(), "software": sysinfo.software_versions(), "git": sysinfo.git_info(),
             "argv": sys.argv[1:] if argv is None else argv, "read_tb_s": read_bandwidth_tb_s()}
