@@ -7,7 +7,7 @@ Measured / checked:
 - sm_90 / sm_100 int8 and fp32 (through pointers, stream_k.select.default_tma): among the tiles none of whose builds
   in the compile check (tools/compile_check, Triton 3.9: ragged K, a caller's rows that are not a multiple of 16
   elements, traced, 1 and 2 Stream-K rounds) spills on sm_90 or sm_100, the fastest on one H200 (tools.gemm_sweep,
-  4 shapes, results/logs/h200x1/spills-dd432d9 and sched-95e1660). int8 128x128x32, 4 stages, 8 warps: 168-250
+  4 shapes; the runs: results/README.md). int8 128x128x32, 4 stages, 8 warps: 168-250
   registers; 0.84-1.03x cuBLAS, as fast as the spilling 128x256x128 or faster (1.9x at 256x8192x4096, 4.5x at 3000^3).
   Spilling (worst build): 128x256x128 (4 KB), 128x256x64 (1.8 KB), 128x256x32 (740 B), 128x128x128 (1.7 KB),
   128x128x64 (540 B), 64x128x128 on 4 warps (4.7 KB), mostly on the unaligned rows. fp32 128x64x32, 3 stages, 8
