@@ -12,11 +12,13 @@ PYTHON="${PYTHON:-python}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 # The reference package is found from anywhere, and output paths stay relative to the caller.
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-# The reference's own list (reference.config.COLLECTIVES: each variant, the equal-output peers of each of our
-# algorithms, all), so run.sh offers whatever the reference runs.
-COLLECTIVES="$("$PYTHON" -c 'from reference.config import COLLECTIVES; print(" ".join(COLLECTIVES))')" || {
+# The reference's own lists (reference.config.COLLECTIVES: each variant, the equal-output peers of each of our
+# algorithms, all; spec.DATATYPES), so run.sh offers whatever the reference runs.
+LISTS="$("$PYTHON" -c 'import spec; from reference.config import COLLECTIVES; print(" ".join(COLLECTIVES)); print("|".join(spec.DATATYPES))')" || {
     echo "$PROG: error: $PYTHON cannot import the reference (set PYTHON to the project's interpreter)" >&2; exit 2; }
-USAGE="usage: $PROG -n NUM_GPUS -c COLLECTIVE [-l mpirun|torchrun] [-m M] [--n N] [-k K] [--datatype fp16|bf16|fp32|int8] [--iters I] [--warmup W] [--validate] [--output_file F | --output_dir D] [-- reference flags...]"
+COLLECTIVES="$(sed -n 1p <<<"$LISTS")"
+DATATYPES="$(sed -n 2p <<<"$LISTS")"
+USAGE="usage: $PROG -n NUM_GPUS -c COLLECTIVE [-l mpirun|torchrun] [-m M] [--n N] [-k K] [--datatype $DATATYPES] [--iters I] [--warmup W] [--validate] [--output_file F | --output_dir D] [-- reference flags...]"
 
 usage_error() {
     echo "$PROG: error: $1 (see $PROG --help)" >&2
@@ -41,7 +43,7 @@ Passed through to 'python -m reference' (see 'python -m reference --help'):
   -m M, --n N, -k K         problem size C[M x N] = A[M x K] @ B[K x N] (-n is NUM_GPUS here,
                             so give N as --n N, or put reference flags after --); default 8192^3 bf16
                             on a GPU, on the CPU 48^3 fp32 (each rounded up to a multiple of NUM_GPUS)
-  --datatype fp16|bf16|fp32|int8, --iters I, --warmup W, --validate, --seed S, --timeout_s T,
+  --datatype $DATATYPES, --iters I, --warmup W, --validate, --seed S, --timeout_s T,
   --output_file FILE, --output_dir DIR, --device auto|cuda|cpu, --gather_layout row_major|rank_blocked
 
 The reference's flags are checked (for NUM_GPUS ranks, output paths included) before any rank is

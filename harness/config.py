@@ -33,7 +33,7 @@ from harness.checks import (
     timeout_seconds,
 )
 from harness.timing import START_SYNCS
-from spec import AUTO, Target
+from spec import AUTO, Target, schedule_label
 from spec.modes import AUTO_HELP
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
@@ -319,7 +319,7 @@ def output_path(template: str | None, cfg: BenchConfig, several: bool) -> str | 
     rounds = f"_r{flags['sk_rounds']}" if flags["sk_rounds"] != 1 else ""
     # a schedule given on the command line (a sweep may give several) names the file; a planned one does not
     sched = "" if "schedule" in cfg.defaulted or flags["schedule"] == AUTO else (
-        f"_{flags['schedule']}" + (("2" if flags["two_tiles"] else "1") if flags["schedule"] == "hybrid" else ""))
+        f"_{schedule_label(flags['schedule'], flags['two_tiles'])}")
     return (f"{stem}_{cfg.algorithm}_{cfg.mode}_g{flags['gemm_sms']}_ct{tile}{order}{rounds}{sched}{sync}"
             f".{suffix}")
 
@@ -364,6 +364,7 @@ def parse_config(argv: list[str] | None, target: Target, world_size: int) -> Ben
     flag."""
     from overlap.config import InvalidConfig, OverlapConfig, check_names
     from overlap.planner import CACHE_ENV, TuningCache
+    from overlap.resolution import resolve_config
 
     parser = build_parser()
     ns, unknown = parser.parse_known_args(argv)
@@ -398,7 +399,7 @@ def parse_config(argv: list[str] | None, target: Target, world_size: int) -> Ben
         check_names(op)
         check_sizes(op, world_size)
         cache.entries()  # a file that is not a tuning cache is refused now, not ignored (or overwritten by --tune)
-        op = op.resolve(target, world_size, cache)
+        op = resolve_config(op, target, world_size, cache)
     except InvalidConfig as exc:
         raise ConfigError(cache_flag if exc.field == "tuning_cache" else flag_of(exc.field), exc.message) from None
     cfg = BenchConfig(op=op, tma=values["tma"], defaulted=defaulted, **run)

@@ -1,25 +1,13 @@
-"""Datatype names (spec.DATATYPES) as torch dtypes, and the benchmark's random inputs. torch only: the
-reference baselines use this without the Triton stack."""
+"""The benchmark's random inputs of a datatype (the dtypes themselves: stream_k.dtypes). torch only: the reference
+baselines use this without the Triton stack."""
 
 from __future__ import annotations
 
 import torch
 
-import spec
+from stream_k.dtypes import torch_dtype
 
-DATATYPES: dict[str, torch.dtype] = {name: getattr(torch, d.torch_name) for name, d in spec.DATATYPES.items()}
-
-__all__ = ["DATATYPES", "output_dtype", "random_inputs", "torch_dtype"]
-
-
-def torch_dtype(name: str) -> torch.dtype:
-    """The torch dtype of a datatype name; ValueError naming the valid ones."""
-    return DATATYPES[spec.datatype(name).name]
-
-
-def output_dtype(name: str) -> torch.dtype:
-    """C's dtype: int8 products accumulate and are stored as int32; floats keep their type."""
-    return getattr(torch, spec.datatype(name).output_torch_name)
+__all__ = ["random_inputs"]
 
 
 def random_inputs(shape: tuple[int, ...], name: str, generator: torch.Generator,

@@ -22,9 +22,9 @@ from harness.config import BenchConfig
 from harness.dtypes import random_inputs
 from harness.validate import compare_tiles, inputs_failure, nonfinite_inputs, reference_product
 from iris_ops import Iris
-from overlap.config import heap_bytes
 from overlap.op import OverlapOp
-from overlap.step import Step
+from overlap.resolution import heap_bytes
+from overlap.step import StepLaunches
 
 # How often a back-to-back loop looks at the error words: often enough to stop soon after a give-up, rarely enough
 # that a step's host cost does not change (a look on a GPU queues a small copy on a side stream).
@@ -52,7 +52,7 @@ class OverlapFixture:
         self.tiles = op.buffers.tiles
         _, self.local_n, self.local_k = self.family.gemm_shape(cfg.m, cfg.n, cfg.k, op.world)
         self.tracing = False  # set for the one traced iteration, so timed iterations carry no timer reads
-        self._steps: dict[str, Step] = {}  # the steps this fixture has run, by kind
+        self._steps: dict[str, StepLaunches] = {}  # the steps this fixture has run, by kind
         self._launched: set[int] = set()  # ids of the steps launched at least once (their first launch compiles)
         # Inputs: the same global A and B on every rank (same seed), each rank keeps its shard in the op's buffers.
         gen = torch.Generator(device=op.device).manual_seed(cfg.seed)
@@ -64,7 +64,7 @@ class OverlapFixture:
         self._refs: tuple[torch.Tensor, torch.Tensor | None] | None = None
 
     # ---- launches (through the op's steps) -----------------------------------------------------------------
-    def _step(self, kind: str) -> Step:
+    def _step(self, kind: str) -> StepLaunches:
         start = time.monotonic()
         step = self.op.step_for(kind)
         if self._steps.get(kind) is not step:
@@ -94,7 +94,7 @@ class OverlapFixture:
         """Bind (and, for two_streams, preload) the next step's kernels: every rank together, untimed."""
         self._step("traced" if self.tracing else "step")
 
-    def run(self, step: Step, timer: Any = None) -> None:
+    def run(self, step: StepLaunches, timer: Any = None) -> None:
         """Queue a step; with `timer` (harness.timing.StepTimer) each kernel group is bracketed by a named span
         (the isolated benchmark's per-kernel times), launched piece by piece."""
         first, start = id(step) not in self._launched, time.monotonic()
@@ -103,7 +103,7 @@ class OverlapFixture:
         if first:
             self._first_use(start)
 
-    def _run(self, step: Step, timer: Any = None) -> None:
+    def _run(self, step: StepLaunches, timer: Any = None) -> None:
         if timer is None:
             self.op.run(step)
             return

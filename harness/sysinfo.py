@@ -10,17 +10,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from iris_ops.env import gpu_backend, interpreted
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 COMMIT_ENV = "STREAMK_PGAS_COMMIT"  # the commit to record, when the tree has no .git (or a stale one)
-
-
-def gpu_backend() -> str:
-    """'cuda', 'hip' or 'cpu': the accelerator torch sees (the interpreter counts as 'cpu')."""
-    import torch
-
-    if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
-        return "cpu"
-    return "hip" if getattr(torch.version, "hip", None) else "cuda"
 
 
 def device_info(device: Any = None) -> dict[str, Any]:
@@ -32,7 +25,7 @@ def device_info(device: Any = None) -> dict[str, Any]:
             "backend": "cpu",
             "name": platform.processor() or platform.machine(),
             "sm_count": os.cpu_count() or 1,
-            "interpreter": os.environ.get("TRITON_INTERPRET", "0") == "1",
+            "interpreter": interpreted(),
         }
     idx = torch.cuda.current_device() if device is None else torch.device(device).index
     props = torch.cuda.get_device_properties(idx)

@@ -38,10 +38,9 @@ on the CPU (iris_ops.env.use_interpreter_without_gpu).
 from __future__ import annotations
 
 import math
-import os
 import time
 
-from iris_ops.env import INTERPRET_ENV, use_interpreter_without_gpu
+from iris_ops.env import interpreted, use_interpreter_without_gpu
 
 use_interpreter_without_gpu()
 
@@ -54,7 +53,7 @@ TIMER_GLOBALTIMER = 1  # NVIDIA %globaltimer, nanoseconds
 TIMER_MEMREALTIME = 2  # AMD s_memrealtime, ticks of wall_clock_rate
 
 
-INTERPRETED = os.environ.get(INTERPRET_ENV, "0") == "1"
+INTERPRETED = interpreted()
 
 
 def _detect_arch() -> int:

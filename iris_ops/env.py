@@ -14,7 +14,9 @@ line naming the variable and what is valid (ConfigError; exit code 2 through iri
                              there is no GPU (use_interpreter_without_gpu); 0 or 1 (iris_ops.device reads "1")
 
 Any other IRIS_OPS_* variable is refused by check() (a misspelt name would otherwise be ignored).
-Nothing here imports torch, so the check is fast.
+The rules read from the environment live here too, each once: `interpreted` (TRITON_INTERPRET), `on_gpu`,
+`gpu_backend`. Nothing here imports torch at import time (on_gpu, gpu_backend and use_interpreter_without_gpu
+do when called), so the check is fast.
 """
 
 from __future__ import annotations
@@ -105,6 +107,30 @@ def timeout_from_env(fallback: float | None = None) -> float:
             return fallback
         raise ValueError(f"{TIMEOUT_ENV}: {problem}")
     return float(text)
+
+
+def interpreted() -> bool:
+    """Kernels run in Triton's interpreter on the CPU: TRITON_INTERPRET is "1" (the project's one reading of the
+    variable; check() refuses any value but 0 or 1)."""
+    return os.environ.get(INTERPRET_ENV) == "1"
+
+
+def on_gpu() -> bool:
+    """Kernels run on a GPU: not in the interpreter, and torch sees a GPU (torch is imported here, when asked)."""
+    if interpreted():
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def gpu_backend() -> str:
+    """'cuda', 'hip' or 'cpu': where kernels run (the interpreter counts as 'cpu')."""
+    if not on_gpu():
+        return "cpu"
+    import torch
+
+    return "hip" if getattr(torch.version, "hip", None) else "cuda"
 
 
 def use_interpreter_without_gpu() -> None:

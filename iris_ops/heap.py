@@ -30,7 +30,7 @@ import triton.language as tl
 
 from iris_ops.backends import HeapBackend, choose_backend, make_backend
 from iris_ops.bootstrap import Bootstrap, get_bootstrap, launched_by, timeout_from_env
-from iris_ops.env import share_gpu
+from iris_ops.env import on_gpu, share_gpu
 from iris_ops.errors import HeapReserveError
 
 ALIGNMENT = 1024
@@ -527,7 +527,7 @@ def _summarize(times: list[float], quantiles: Sequence[float] | None, return_mod
 
 
 def _timing_on_gpu() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") != "1" and torch.cuda.is_available()
+    return on_gpu()
 
 
 def do_bench(fn: Callable[[], Any], barrier_fn: Callable[[], Any] = lambda: None,

@@ -19,8 +19,8 @@ import torch
 from iris_ops import ERROR_WORDS, ErrorState, Iris
 from overlap.algorithms import Algorithm
 from overlap.algorithms.all_gather_gemm import a_chunk_cols, a_ready_words
+from overlap.bands import row_bands
 from overlap.communication.copy_engine import band_counts
-from overlap.copy_steps import row_bands
 from overlap.kernels import control_words
 from spec import DATATYPES
 from stream_k.layout import padded_cols, padded_zeros

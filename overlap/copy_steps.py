@@ -14,23 +14,19 @@ this rank has landed. The GEMM runs on every SM.
                  peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them
 
-Bands: `BANDS` per copy region (a peer's rows, this rank's columns): enough that the copy of the last band,
-which no GEMM work hides, is a small part of the whole, few enough that a step costs the host tens of
-operations (each a driver call of a few microseconds).
+Bands: overlap.bands (how many per copy region, and why).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
+from overlap.bands import row_bands
+from overlap.buffers import OpBuffers
 from overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
 
-if TYPE_CHECKING:
-    from overlap.buffers import OpBuffers
-
-BANDS = 8  # bands per copy region (see the module docstring)
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A
 
 
@@ -43,11 +39,6 @@ class Peers:
 
     def addr(self, t: torch.Tensor, peer: int) -> int:
         return t.data_ptr() - self.bases[self.rank] + self.bases[peer]
-
-
-def row_bands(kind: str, n_rb: int, world: int) -> list[tuple[int, int]]:
-    """The bands of tile rows that the GEMM counts and the schedule waits on, for schedule `kind`."""
-    return bands(n_rb, BANDS * world if kind == "reduce_rows" else BANDS)
 
 
 def _wait_band(counts: torch.Tensor, n_rb: int, band: int, lo: int, hi: int, per_row: int) -> WaitGeq:

@@ -42,15 +42,15 @@ import torch
 from iris_ops import ErrorState, Iris
 from overlap.algorithms import ALGORITHMS, Algorithm
 from overlap.buffers import OpBuffers
-from overlap.config import OverlapConfig, heap_bytes
+from overlap.config import OverlapConfig
 from overlap.modes import MODE_STEPS, ModeSteps
 from overlap.parts import Parts
-from overlap.step import KINDS, Step, StepRunner, step_graph_enabled
+from overlap.resolution import heap_bytes, resolve_config
+from overlap.step import KINDS, StepLaunches, StepRunner, step_graph_enabled
 from overlap.target import device_target
 from spec import AUTO, Target
 from stream_k import StreamKGemm
-from stream_k.dtypes import DATATYPES as TORCH_DTYPES
-from stream_k.dtypes import output_dtype
+from stream_k.dtypes import TORCH_DTYPES, output_dtype
 from stream_k.gemm import BOUND_LAUNCHES
 from stream_k.launch import BoundLaunch
 from stream_k.layout import aligned_rows, buffer_key, padded_zeros, tma_rows
@@ -69,7 +69,7 @@ class OverlapOp:
         here = device_target(self.device if self.on_gpu else None)
         self.target = target if target is not None else here
         self.runnable = self.target == here  # built for this process's device (else: listed, not run)
-        self.cfg = cfg.resolve(self.target, self.world)
+        self.cfg = resolve_config(cfg, self.target, self.world)
         cfg = self.cfg
         assert cfg.kernel is not None and cfg.total_sms is not None and cfg.gemm_sms is not None
         self.algorithm: Algorithm = ALGORITHMS[cfg.algorithm]
@@ -92,8 +92,8 @@ class OverlapOp:
         # the last BOUND_LAUNCHES steps by the buffers they read (address and row stride), and what a call on inputs
         # of a given buffer_key runs: no tensor of the caller's is kept (a dropped activation's memory goes back to
         # the allocator, and the next activation there finds its step)
-        self._steps: OrderedDict[tuple, Step] = OrderedDict()
-        self._calls: OrderedDict[tuple, tuple[Step, torch.Tensor | None, torch.Tensor | None]] = OrderedDict()
+        self._steps: OrderedDict[tuple, StepLaunches] = OrderedDict()
+        self._calls: OrderedDict[tuple, tuple[StepLaunches, torch.Tensor | None, torch.Tensor | None]] = OrderedDict()
         self._preloaded: set[str] = set()
         self._staging: dict[str, torch.Tensor] = {}  # copies of user inputs the GEMM cannot read in place
         self.broken: str | None = None
@@ -166,7 +166,7 @@ class OverlapOp:
                 launch.release(*read)
         return self.buffers.c
 
-    def _prepare_call(self, a: Any, b: Any) -> tuple[Step, torch.Tensor | None, torch.Tensor | None]:
+    def _prepare_call(self, a: Any, b: Any) -> tuple[StepLaunches, torch.Tensor | None, torch.Tensor | None]:
         """A call's step on inputs a and b (checked) and the staging buffers it copies them into first (None: read
         in place)."""
         stage_a, stage_b = self._staging_for(a, "a"), self._staging_for(b, "b")
@@ -192,7 +192,8 @@ class OverlapOp:
         assert kc is not None
         return tma_rows(t) if kc.tma else aligned_rows(t)
 
-    def step_for(self, kind: str = "step", a: torch.Tensor | None = None, b: torch.Tensor | None = None) -> Step:
+    def step_for(self, kind: str = "step", a: torch.Tensor | None = None,
+                 b: torch.Tensor | None = None) -> StepLaunches:
         """The step of `kind` (overlap.step.KINDS) on inputs a and b (default: the op's own), its launches bound
         once per pair of input buffers. Collective the first time (a two_streams step is preloaded on every rank)."""
         a = self.buffers.a if a is None else a
@@ -214,7 +215,7 @@ class OverlapOp:
             self._steps.move_to_end(key)
         return step
 
-    def run(self, step: Step) -> None:
+    def run(self, step: StepLaunches) -> None:
         """Queue a step (from step_for) on the current stream."""
         self.check_usable()
         self.runner.run(step)
@@ -252,7 +253,7 @@ class OverlapOp:
             return [self.parts.announce()]
         return []
 
-    def _preload(self, kind: str, step: Step) -> None:
+    def _preload(self, kind: str, step: StepLaunches) -> None:
         """Run a two-stream step's kernels once, one after the other on one stream (every rank together).
 
         CUDA loads a kernel lazily at its first launch, and that load may wait for the device to go idle. In

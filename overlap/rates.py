@@ -6,16 +6,17 @@ algorithm's own communication rates (per program, the link's ceiling, from an ep
 from __future__ import annotations
 
 from overlap.algorithms import ALGORITHMS
+from overlap.bands import BANDS
 from overlap.candidates import Problem
 
 LOCAL_GBS = 3000.0  # device memory, for the share of the communication that stays on this rank
 STEP_US = {"sync": 6.0, "launch": 3.0, "two_streams": 5.0}  # peer barrier; a second kernel; the stream fork
 COMM_RESERVES = (4, 8, 12, 16, 20, 24, 32, 48)  # SMs tried for communication in the modes that split the SMs
 # copy_engine: peer copies by the copy engines (~395 GB/s one way between 2 H200s over NVLink, no SM), local
-# device-to-device copies, and the bands the schedule cuts a region into (overlap.copy_steps.BANDS)
+# device-to-device copies, and the bands the schedule cuts a region into
 CE_PEER_GBS = 390.0
 CE_LOCAL_GBS = 1500.0
-CE_BANDS = 8
+CE_BANDS = BANDS
 CE_OP_US = 1.5  # the device's cost of one stream operation (a wait, a copy's start)
 # What the copy-engine steps measured beyond this model on 2 x H200 (0.10-0.15 ms at 4864 x 4096 x 8256, 8192^3,
 # 16384 x 8192 x 8192 and 8192 x 8192 x 28672, one wait per tile row, no graph): the GEMM slowed by the copies'

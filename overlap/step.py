@@ -31,7 +31,7 @@ Launchable = Any  # a BoundLaunch, a copy schedule, or a host-queued device acti
 
 
 @dataclass
-class Step:
+class StepLaunches:
     """The launches of one kind of step, in order: `pre` on the current stream first, then `main` (named groups:
     the spans of the benchmark's per-kernel timing), `side` on the communication stream (two streams on a GPU),
     then `post` on the current stream."""
@@ -76,12 +76,12 @@ class StepRunner:
         self._cur_handle: int | None = None
         self._cur_stream: Any = None
 
-    def run(self, step: Step) -> None:
+    def run(self, step: StepLaunches) -> None:
         if step.replay and self._replay(step):
             return
         self.queue(step)
 
-    def _replay(self, step: Step) -> bool:
+    def _replay(self, step: StepLaunches) -> bool:
         """Launch the step as one graph replay on the current stream (captured at its STEP_GRAPH_AFTER-th call);
         False where it must be queued launch by launch (earlier calls, inside a caller's capture)."""
         if torch.cuda.is_current_stream_capturing():
@@ -97,7 +97,7 @@ class StepRunner:
         step.graph.replay()
         return True
 
-    def queue(self, step: Step) -> None:
+    def queue(self, step: StepLaunches) -> None:
         """Queue the step's launches: pre and main on the current stream, the side one on the communication stream
         between a fork and a join, then the post actions."""
         for action in step.pre:

@@ -3,9 +3,9 @@ device is. A problem may also be planned and built for a target that is not this
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from iris_ops.env import on_gpu
 from spec import INTERPRETER, Target, target_from_properties
 
 
@@ -14,7 +14,7 @@ def device_target(device: Any = None) -> Target:
     TRITON_INTERPRET=1."""
     import torch
 
-    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+    if not on_gpu():
         return INTERPRETER
     dev = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
     if dev.type != "cuda":

@@ -30,8 +30,6 @@ from harness.checks import (
 from harness.config import DefaultsOnce
 from harness.timing import START_SYNCS
 
-DATATYPES = tuple(spec.DATATYPES)
-
 # Variant key -> what it runs (spec.BASELINES). Every variant writes one record.
 VARIANT_HELP: dict[str, str] = {key: b.text for key, b in spec.BASELINES.items()}
 
@@ -119,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("-m", "--m", dest="m", type=dim, default=None, help=f"rows of A and C {by_device}")
     a("-n", "--n", dest="n", type=dim, default=None, help=f"columns of B and C {by_device}")
     a("-k", "--k", dest="k", type=dim, default=None, help=f"columns of A / rows of B {by_device}")
-    a("--datatype", default=None, choices=DATATYPES,
+    a("--datatype", default=None, choices=tuple(spec.DATATYPES),
       help="input datatype (int8 accumulates into int32) (default: bf16 on a GPU, fp32 on the CPU)")
     a("--iters", type=int_in(1, MAX_ITERS), default=50, help="timed iterations (medians are reported)")
     a("--warmup", type=int_in(0, MAX_ITERS), default=10, help="untimed warm-up iterations (NCCL warm-up included)")

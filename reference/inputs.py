@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from harness.checks import TOLERANCE
-from harness.dtypes import output_dtype, random_inputs
+from harness.dtypes import random_inputs
+from stream_k.dtypes import output_dtype
 
 
 def generator(seed: int) -> torch.Generator:

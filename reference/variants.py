@@ -15,12 +15,12 @@ import torch
 import torch.distributed as dist
 
 import spec
-from harness.dtypes import output_dtype
 from harness.runlog import problem_sizes
 from harness.timing import StepTimer
 from reference.config import RefConfig
 from reference.inputs import empty_output, gemm_out, product64, rank_inputs
 from reference.world import World
+from stream_k.dtypes import output_dtype
 
 
 @dataclass

@@ -46,7 +46,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import spec
 from harness.checks import ConfigError, OneLineParser
-from reference.config import COLLECTIVES, DATATYPES, SPLIT_DIMS, default_log_name
+from reference.config import COLLECTIVES, SPLIT_DIMS, default_log_name
+from spec import DATATYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 ALGORITHMS = tuple(spec.ALGORITHMS)

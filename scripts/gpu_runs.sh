@@ -38,14 +38,14 @@ env_info() {
 
 gemm_bench() {
   stamp "gemm: Stream-K vs cuBLAS on one GPU $*"
-  timeout "${GEMM_TIMEOUT:-150}" python3 -m harness.gemm_bench --output_dir "$WORK/gemm" "$@" 2>&1 \
+  timeout "${GEMM_TIMEOUT:-150}" python3 -m tools.gemm_bench --output_dir "$WORK/gemm" "$@" 2>&1 \
     | tee -a "$WORK/gemm.txt" | tail -n 16
 }
 
-gemm_sweep() {  # gemm_sweep TAG SHAPES [flags]: GEMM candidates per shape beside cuBLAS (harness.gemm_sweep)
+gemm_sweep() {  # gemm_sweep TAG SHAPES [flags]: GEMM candidates per shape beside cuBLAS (tools.gemm_sweep)
   local tag=$1 shapes=$2; shift 2
   stamp "gemm sweep $tag"
-  timeout "${SWEEP_TIMEOUT:-280}" python3 -m harness.gemm_sweep --shapes "$shapes" --csv "$WORK/sweep/$tag.csv" "$@" \
+  timeout "${SWEEP_TIMEOUT:-280}" python3 -m tools.gemm_sweep --shapes "$shapes" --csv "$WORK/sweep/$tag.csv" "$@" \
     2>&1 | tee -a "$WORK/gemm_sweep.txt" | tail -n "${SHOW:-40}"
 }
 
@@ -81,7 +81,7 @@ comm_bench() {  # comm_bench TAG [flags]: tools.comm_bench on NP ranks, CSV / JS
 
 micro() {
   stamp "micro-benchmark: remote read/write bandwidth, flag round trip"
-  mpi_args; timeout "${MICRO_TIMEOUT:-120}" "${MPI[@]}" python3 -m harness.microbench --output_file "$WORK/microbench.json" \
+  mpi_args; timeout "${MICRO_TIMEOUT:-120}" "${MPI[@]}" python3 -m tools.microbench --output_file "$WORK/microbench.json" \
     "$@" 2>&1 | tee -a "$WORK/micro.txt" | tail -n 12
 }
 

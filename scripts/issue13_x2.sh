@@ -38,6 +38,6 @@ issue13_scatter() {  # copy_engine all_scatter beside cuBLAS alone on the shard 
 
 micro_ce() {  # the copy engine's own rates on this machine (peer copies, 2-D rows, banded waits, host cost)
   stamp "copy-engine micro-benchmark"
-  mpi_args; timeout 120 "${MPI[@]}" python3 -m harness.copy_engine_bench --output_file "$WORK/copy_engine_bench.json" \
+  mpi_args; timeout 120 "${MPI[@]}" python3 -m tools.copy_engine_bench --output_file "$WORK/copy_engine_bench.json" \
     2>&1 | tee -a "$WORK/micro.txt" | tail -n 12
 }

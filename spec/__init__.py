@@ -16,9 +16,9 @@ plots, the reference baselines) reads these records instead of restating them.
 from spec.baselines import BASELINES, Baseline, baseline, peers, vendor_pair
 from spec.datatypes import DATATYPES, DataType, datatype
 from spec.modes import AUTO, MODES, Mode, mode
-from spec.schedules import GEMM_SCHEDULE_CHOICES, SCHEDULE_CHOICES, SCHEDULES
+from spec.schedules import GEMM_SCHEDULE_CHOICES, SCHEDULE_CHOICES, SCHEDULES, parse_schedule_label, schedule_label
 from spec.sharding import ALGORITHMS, FAMILIES, Algorithm, Family, algorithm, family, family_algorithms
-from spec.target import INTERPRETER, KNOWN_TARGETS, Target, known_target, target_from_properties
+from spec.target import INTERPRETER, KNOWN_TARGETS, Target, known_target, sm90_or_newer, target_from_properties
 
 __all__ = [
     "ALGORITHMS",
@@ -45,7 +45,10 @@ __all__ = [
     "family_algorithms",
     "known_target",
     "mode",
+    "parse_schedule_label",
     "peers",
+    "schedule_label",
+    "sm90_or_newer",
     "target_from_properties",
     "vendor_pair",
 ]

@@ -1,5 +1,5 @@
-"""Datatype names, their element sizes, and what C holds for each (torch's dtypes are mapped above, in
-stream_k.dtypes and harness.dtypes, by `DataType.torch_name`)."""
+"""Datatype names, their element sizes, what C holds and what the GEMM accumulates in for each (torch's dtypes
+are mapped above, in stream_k.dtypes, by the `*_torch_name` fields)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ class DataType:
     output_torch_name: str
     output_bytes: int
     exact: bool = False  # integer products: validation asks for exact equality
+    accumulator_torch_name: str = "float32"  # what the GEMM sums products in (and split tiles' partial sums hold)
 
 
 DATATYPES: dict[str, DataType] = {
     "fp16": DataType("fp16", "float16", 2, "fp16", "float16", 2),
     "bf16": DataType("bf16", "bfloat16", 2, "bf16", "bfloat16", 2),
     "fp32": DataType("fp32", "float32", 4, "fp32", "float32", 4),
-    "int8": DataType("int8", "int8", 1, "int32", "int32", 4, exact=True),
+    "int8": DataType("int8", "int8", 1, "int32", "int32", 4, exact=True, accumulator_torch_name="int32"),
 }
 
 

@@ -9,3 +9,15 @@ SCHEDULE_CHOICES = (AUTO_SCHEDULE, *SCHEDULES)  # what a caller may ask for
 # run the schedules above only.
 GEMM_ONLY_SCHEDULES = ("splitk",)
 GEMM_SCHEDULE_CHOICES = (*SCHEDULE_CHOICES, *GEMM_ONLY_SCHEDULES)
+
+
+def schedule_label(schedule: str, two_tiles: bool) -> str:
+    """A schedule's name in logs, file names and the GEMM's description: hybrid over the leftover tiles only is
+    "hybrid1", over them plus one full wave (two_tiles) "hybrid2"; the other schedules keep their name."""
+    return schedule if schedule != "hybrid" else "hybrid2" if two_tiles else "hybrid1"
+
+
+def parse_schedule_label(label: str) -> tuple[str, bool]:
+    """(schedule, two_tiles) of a label (schedule_label's, or a plain schedule name: "hybrid" is the two-tile
+    hybrid)."""
+    return ("hybrid" if label.startswith("hybrid") else label), label != "hybrid1"

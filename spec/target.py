@@ -24,7 +24,7 @@ class Target:
     @property
     def tma(self) -> bool:
         """The tensor-memory accelerator (tensor descriptors): NVIDIA sm_90 and newer."""
-        return self.backend == "cuda" and _sm(self.arch) >= 90
+        return self.backend == "cuda" and sm90_or_newer(self.arch)
 
     @property
     def capability(self) -> int:
@@ -39,6 +39,11 @@ class Target:
 
 def _sm(arch: str) -> int:
     return int(arch[2:]) if arch.startswith("sm") and arch[2:].isdigit() else 0
+
+
+def sm90_or_newer(arch: str) -> bool:
+    """An NVIDIA arch name ("sm90", "sm100") of compute capability 9.0 or newer: TMA and Hopper's tables."""
+    return _sm(arch) >= 90
 
 
 def target_from_properties(name: str, *, hip: bool, major: int = 0, minor: int = 0, gcn_arch: str = "",

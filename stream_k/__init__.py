@@ -11,28 +11,34 @@ hand every finished tile to an epilogue hook that stores it and marks it ready (
     dtypes    datatype names and C's dtype
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from iris_ops.env import use_interpreter_without_gpu
 
 use_interpreter_without_gpu()  # no GPU: the kernels run in Triton's interpreter (chosen before triton is imported)
 
-from stream_k.configs import KernelConfig, current_arch, default_config  # noqa: E402
-from stream_k.gemm import StreamKGemm, default_num_programs, matmul  # noqa: E402
-from stream_k.kernel import store_and_signal, streamk_gemm_kernel, streamk_program  # noqa: E402
-from stream_k.plan import SCHEDULES, StreamKPlan, WorkItem, plan_streamk, tile_coords  # noqa: E402
+# The package's names are loaded when first used (PEP 562), so that stream_k.dtypes (torch and spec only) can be
+# imported without loading Triton: the vendor baselines (reference/) need the datatype map and nothing else.
+_SOURCE = {
+    **dict.fromkeys(("KernelConfig", "current_arch", "default_config"), "stream_k.configs"),
+    **dict.fromkeys(("StreamKGemm", "default_num_programs", "matmul"), "stream_k.gemm"),
+    **dict.fromkeys(("store_and_signal", "streamk_gemm_kernel", "streamk_program"), "stream_k.kernel"),
+    **dict.fromkeys(("SCHEDULES", "StreamKPlan", "WorkItem", "plan_streamk", "tile_coords"), "stream_k.plan"),
+}
+__all__ = sorted(_SOURCE)
 
-__all__ = [
-    "SCHEDULES",
-    "KernelConfig",
-    "StreamKGemm",
-    "StreamKPlan",
-    "WorkItem",
-    "current_arch",
-    "default_config",
-    "default_num_programs",
-    "matmul",
-    "plan_streamk",
-    "store_and_signal",
-    "streamk_gemm_kernel",
-    "streamk_program",
-    "tile_coords",
-]
+
+def __getattr__(name: str) -> Any:
+    source = _SOURCE.get(name)
+    if source is None:
+        raise AttributeError(f"module 'stream_k' has no attribute {name!r}")
+    value = getattr(importlib.import_module(source), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -6,8 +6,8 @@ Measured / checked:
   fit shared memory.
 - sm_90 / sm_100 int8 and fp32 (through pointers, stream_k.select.default_tma): among the tiles none of whose builds
   in the compile check (tools/compile_check, Triton 3.9: ragged K, a caller's rows that are not a multiple of 16
-  elements, traced, 1 and 2 Stream-K rounds) spills on sm_90 or sm_100, the fastest on one H200 (harness.gemm_sweep,
-  4 shapes, results/logs/h200x1/spills-dd432d9 and sched-95e1660). int8 128x128x32, 4 stages, 8 warps: 168-250
+  elements, traced, 1 and 2 Stream-K rounds) spills on sm_90 or sm_100, the fastest on one H200 (tools.gemm_sweep,
+  4 shapes; the runs: results/README.md). int8 128x128x32, 4 stages, 8 warps: 168-250
   registers; 0.84-1.03x cuBLAS, as fast as the spilling 128x256x128 or faster (1.9x at 256x8192x4096, 4.5x at 3000^3).
   Spilling (worst build): 128x256x128 (4 KB), 128x256x64 (1.8 KB), 128x256x32 (740 B), 128x128x128 (1.7 KB),
   128x128x64 (540 B), 64x128x128 on 4 warps (4.7 KB), mostly on the unaligned rows. fp32 128x64x32, 3 stages, 8
@@ -34,9 +34,11 @@ Measured / checked:
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+from iris_ops.env import interpreted
+from spec import sm90_or_newer
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ _INTERPRETER = {name: KernelConfig(32, 32, 32 if name == "int8" else 16, 1, 4)
 
 def current_arch() -> str:
     """"interpreter", "sm<major><minor>" (NVIDIA), the gfx name (AMD), or "cpu" without a GPU."""
-    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+    if interpreted():
         return "interpreter"
     import torch
 
@@ -135,7 +137,7 @@ def default_config(dtype_name: str, arch: str | None = None) -> KernelConfig:
         table = _INTERPRETER
     elif arch.startswith("gfx9"):
         table = _AMD_CDNA3
-    elif arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 90:
+    elif sm90_or_newer(arch):
         table = _NVIDIA_SM90
     else:
         table = _NVIDIA_SM80

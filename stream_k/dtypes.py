@@ -1,24 +1,27 @@
-"""Datatype names used on the command line, and what each computes in (the GEMM's own table;
-harness.dtypes adds random inputs on top)."""
+"""Datatype names (spec.DATATYPES) as torch dtypes: the inputs', C's (int8 products are stored as int32) and the
+GEMM accumulator's (int32 for int8, else fp32), each read from spec's record. torch and spec only: the vendor
+baselines (reference/) use it without the Triton stack (stream_k's package loads its other modules when first
+used)."""
 
 from __future__ import annotations
 
 import torch
 
-DATATYPES: dict[str, torch.dtype] = {
-    "fp16": torch.float16,
-    "bf16": torch.bfloat16,
-    "fp32": torch.float32,
-    "int8": torch.int8,
-}
+import spec
+
+TORCH_DTYPES: dict[str, torch.dtype] = {name: getattr(torch, d.torch_name) for name, d in spec.DATATYPES.items()}
 
 
 def torch_dtype(name: str) -> torch.dtype:
-    if name not in DATATYPES:
-        raise ValueError(f"--datatype must be one of {', '.join(DATATYPES)}; got {name!r}")
-    return DATATYPES[name]
+    """The inputs' torch dtype of a datatype name; ValueError naming the valid ones."""
+    return TORCH_DTYPES[spec.datatype(name).name]
 
 
 def output_dtype(name: str) -> torch.dtype:
     """C's dtype: int8 products accumulate and are stored as int32; floats keep their type."""
-    return torch.int32 if name == "int8" else torch_dtype(name)
+    return getattr(torch, spec.datatype(name).output_torch_name)
+
+
+def accumulator_dtype(name: str) -> torch.dtype:
+    """What the GEMM sums products in: int32 for int8 inputs, fp32 for floats."""
+    return getattr(torch, spec.datatype(name).accumulator_torch_name)

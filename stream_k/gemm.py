@@ -13,16 +13,16 @@ from `gemm.launch_options()`.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections import OrderedDict
 from typing import Any
 
 import torch
 
 from iris_ops.device import arch_code, decode_error, default_timer_kind, spin_budget
+from iris_ops.env import interpreted, on_gpu
 from stream_k.configs import KernelConfig, current_arch, default_config
-from stream_k.dtypes import DATATYPES as DTYPES
-from stream_k.dtypes import output_dtype
+from stream_k.dtypes import TORCH_DTYPES as DTYPES
+from stream_k.dtypes import accumulator_dtype, output_dtype
 from stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
 from stream_k.launch import BoundLaunch
 from stream_k.layout import buffer_key, padded_zeros, tma_rows, vector_stride_multiple
@@ -66,19 +66,19 @@ def dtype_name(dtype: torch.dtype | str) -> str:
 
 
 def is_hip() -> bool:
-    return bool(getattr(torch.version, "hip", None)) and os.environ.get("TRITON_INTERPRET", "0") != "1"
+    return bool(getattr(torch.version, "hip", None)) and not interpreted()
 
 
 def default_num_programs(device: torch.device | str | None = None) -> int:
     """All SMs / CUs of the GPU; 4 in the interpreter (programs run one after another there)."""
-    if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
+    if not on_gpu():
         return 4
     dev = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
     return torch.cuda.get_device_properties(dev).multi_processor_count
 
 
 def default_device() -> torch.device:
-    if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
+    if not on_gpu():
         return torch.device("cpu")
     return torch.device("cuda", torch.cuda.current_device())
 
@@ -127,8 +127,7 @@ class StreamKGemm:
         self.timeout_s = timeout_s
         self.max_spins = spin_budget(timeout_s)
         self.timer_kind = default_timer_kind(None if arch is None else arch_code(arch))
-        acc = torch.int32 if self.dtype_name == "int8" else torch.float32
-        self.partials = torch.empty(plan.partials_shape, dtype=acc, device=self.device)
+        self.partials = torch.empty(plan.partials_shape, dtype=accumulator_dtype(self.dtype_name), device=self.device)
         self.locks = torch.zeros(plan.locks_len, dtype=torch.int32, device=self.device)
         self.errors = torch.zeros(1, dtype=torch.int32, device=self.device)
         self.clock = torch.zeros(1, dtype=torch.int64, device=self.device)

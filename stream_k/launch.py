@@ -21,13 +21,12 @@ buffers at the same addresses.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from iris_ops.env import flag_from_env
+from iris_ops.env import flag_from_env, interpreted
 
 _CHECKED: set[tuple[str, frozenset[str]]] = set()
 
@@ -52,7 +51,7 @@ FAST_LAUNCH_ENV = "STREAMK_PGAS_FAST_LAUNCH"  # 0: every launch through Triton's
 def fast_launch_enabled() -> bool:
     """Whether launches go through the bound launcher (never in the interpreter); a bad value of the variable
     raises iris_ops.errors.ConfigError naming it."""
-    return flag_from_env(FAST_LAUNCH_ENV, True) and os.environ.get("TRITON_INTERPRET") != "1"
+    return flag_from_env(FAST_LAUNCH_ENV, True) and not interpreted()
 
 
 class BoundLaunch:

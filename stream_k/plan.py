@@ -47,7 +47,7 @@ two): the cheaper by `cost_iters` of "dp" and "hybrid" with a Stream-K share of 
 split tile reads),
 plus a surcharge on each program's Stream-K iterations beyond one tile's worth: while every program works on
 another tile at another K offset, L2 reuse collapses. Measured on one H200 (bf16, 128 x 256 x 64 tiles, 132
-programs, 18 shards of the model grid, harness.gemm_sweep, results/README.md "The GEMM's Stream-K
+programs, 18 shards of the model grid, tools.gemm_sweep, results/README.md "The GEMM's Stream-K
 schedule chosen by the shape"): the fix-up costs
 about FIXUP_ITERS + FIXUP_PARTIAL_ITERS * partials iterations (~15 us + ~3 us per partial), FIXUP_ROUND_ITERS
 more for each further round; all-Stream-K plans took 1.06-1.78x (median 1.5x) the time of data-parallel ones

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spec import schedule_label, sm90_or_newer
 from stream_k.configs import KernelConfig, default_config
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
 from stream_k.roofline import gemm_bytes
@@ -37,12 +38,12 @@ SM_SCALING = 0.35
 LAUNCH_US = 4.0  # a launch's fixed cost on the device
 # A memory-bound GEMM streams at the device's bandwidth once this share of the SMs is busy (fewer stream slower, in
 # proportion): on one H100 64x5120x8192 ran fastest data-parallel on 80 of 132 SMs (64 x 64 tiles, 0.61 of the
-# SMs: 33.4 us, 76% of the roofline, against 36-39 us for split-K and the hybrid on all 132; results/logs/h100x1/
-# explore-2329a3d).
+# SMs: 33.4 us, 76% of the roofline, against 36-39 us for split-K and the hybrid on all 132; results/README.md
+# "Small-M schedules by the model").
 STREAM_SMS_SHARE = 0.6
 # shape_tile: the least share of a wave that 128 x 256 tiles must fill to be chosen over 128 x 128 (M > 256).
-# Measured on one H200 (logs/h200x1/gemm-candidates/5-00212ae.csv, both tiles on every M > 256 shape of the tp
-# suite): wide won at 96 and more tiles on 132 SMs (1000x3000, 512x8192, 1024x5120...), narrow at 80 and fewer
+# Measured on one H200 (results/README.md "The GEMM alone on the tp suite": both tiles on every M > 256 shape of
+# the tp suite): wide won at 96 and more tiles on 132 SMs (1000x3000, 512x8192, 1024x5120...), narrow at 80 and fewer
 # (512x5120, 2048x1280, 1024x1280, 512x1280).
 WIDE_TILE_FILL = 0.66
 # Device-memory bandwidth a memory-bound GEMM reaches (TB/s): ~3.3 on one H200 at M = 64 (cuBLAS and ours, with
@@ -52,7 +53,7 @@ GEMM_TB_S = {"sm90": 3.3, "other": 1.5}
 
 def arch_family(arch: str) -> str:
     """"sm90" for NVIDIA sm_90 and newer, "other" for the rest."""
-    return "sm90" if arch.startswith("sm") and arch[2:].isdigit() and int(arch[2:]) >= 90 else "other"
+    return "sm90" if sm90_or_newer(arch) else "other"
 
 
 def interpreted(arch: str) -> bool:
@@ -70,7 +71,7 @@ class GemmChoice:
 
     def describe(self) -> str:
         k, p = self.config, self.plan
-        sched = p.schedule + ("" if p.schedule != "hybrid" else "2" if p.two_tiles else "1")
+        sched = schedule_label(p.schedule, p.two_tiles)
         sched += str(p.split_k) if p.split_k else ""
         return (f"{k.BLK_M}x{k.BLK_N}x{k.BLK_K}/s{k.num_stages}/w{k.num_warps}{'/tma' if k.tma else ''}/{sched}"
                 f"/r{p.sk_rounds}")
@@ -84,11 +85,12 @@ def default_tma(arch: str, dtype: str) -> bool:
 
 # The sm_90 bf16 / fp16 tiles, smallest first: (BLK_M, BLK_N, BLK_K, stages, warps). 128 x 128 x 64 takes 5 stages
 # (160 KiB): on one H100 it ran 1.5-7% faster than with 4 on six of seven shapes of M = 256-2048 (M = 256: 5-7%)
-# and 2% slower on one (results/logs/h100x1/gaps-4842700).
+# and 2% slower on one (results/README.md "Small-M schedules by the model").
 SM90_TILES = ((64, 64, 128, 6, 4), (64, 128, 128, 4, 4), (128, 128, 64, 5, 8), (128, 256, 64, 3, 8))
 # shape_tile steps down to the next smaller tile while a tile has fewer tiles than this share of the programs: a
 # Stream-K tile split over more than about two programs costs more in its fix-up (the last piece sums every other
-# piece's partial) than the larger tile's faster MAC loop gains. Measured on one H200 (gemm-candidates 4 and 5):
+# piece's partial) than the larger tile's faster MAC loop gains. Measured on one H200 (candidate sweeps 4 and 5,
+# results/README.md "The GEMM alone on the tp suite"):
 # 128x1280 64x64 0.88x cuBLAS vs 64x128 0.80x; 256x1280 64x64 0.71x, 64x128 0.69x vs 128x128 0.65x; 512x1280
 # 64x128 0.71x vs 128x128 0.68x; and 80 tiles or more kept their tile (1024x1280, 128x5120, 256x5120).
 SPLIT_TILE_FILL = 0.5
@@ -97,7 +99,7 @@ SPLIT_TILE_FILL = 0.5
 def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> KernelConfig:
     """The tile for an M x N output on `arch` (stream_k.configs' default where no measured rule applies).
 
-    Measured rule (NVIDIA sm_90, bf16 / fp16; harness.gemm_sweep on the tp suite, one H200, results/README.md): a
+    Measured rule (NVIDIA sm_90, bf16 / fp16; tools.gemm_sweep on the tp suite, one H200, results/README.md): a
     small M makes the GEMM a stream of B, read once, by tiles as tall as M and narrow enough to give every SM
     work: M <= 64 -> 64 x 64 x 128 (6 stages, 4 warps), M <= 128 -> 64 x 128 x 128 (4 stages), M <= 256 ->
     128 x 128 x 64 (5 stages, 8 warps); a larger M -> 128 x 256 x 64 (3 stages, 8 warps), or 128 x 128 when the
@@ -123,15 +125,15 @@ def shape_tile(M: int, N: int, dtype: str, arch: str, num_programs: int) -> Kern
 
 
 # Tiles that fill whole waves (sm_90 bf16 / fp16, TMA, data-parallel): 128 rows by a width that need not be a power
-# of two (stream_k.tiles.width_parts), the widths cuBLAS picks for the same reason (results/logs/h200x1/
-# gemm-diagnosis-212993d: 320 x 128 at 1024x5120 and 4096x1280, 192 x 128 at 1000x3000, 160 x 256 at
+# of two (stream_k.tiles.width_parts), the widths cuBLAS picks for the same reason (results/README.md
+# "The GEMM alone on the tp suite": 320 x 128 at 1024x5120 and 4096x1280, 192 x 128 at 1000x3000, 160 x 256 at
 # 1000x5000). (BLK_M, BLK_N, BLK_K, stages, warps); the largest that fit shared memory without spilling.
 WAVE_TILES = ((128, 320, 64, 3, 8), (128, 192, 64, 4, 8), (128, 160, 64, 4, 8))
 WAVE_TILE_MIN_M = 257  # M <= 256 keeps shape_tile's small-M tiles
 # Per-MAC rate of a tile relative to 128 x 256, from the bytes its K step moves through L2 per MAC: tile area over
 # perimeter, to the power L2_EXPONENT (128 x 128 ran at ~0.90 of 128 x 256 on the large tp shapes: gemm-candidates
 # sweeps 1 and 5), times TWO_BLOCKS[narrower block's width] for a tile of two column blocks (two MMAs per K step, A
-# read twice; a 32-wide MMA is the slow one). Measured on one H100 (results/logs/h100x1/gemm-wave-8814e5a): 128x320
+# read twice; a 32-wide MMA is the slow one). Measured on one H100 (results/README.md "Wave tiles and split-K"): 128x320
 # ran at the model's time or better, 128x192 within 8%, 128x160 ~15% slower than 0.98 would say.
 L2_EXPONENT = 0.37
 TWO_BLOCKS = {16: 0.75, 32: 0.85, 64: 0.98, 128: 0.98}
@@ -203,14 +205,15 @@ def schedule_options(fixed: Mapping[str, Any], op_tiles: bool = False) -> list[t
 
 
 # Split-K (one piece per program): the last piece to arrive reads the tile's S partials at about this rate (one SM
-# reading from L2), after a fixed cost (store, count, epilogue). Fitted on one H100 (gemm-wave-8814e5a, 19 split-K
-# runs of 4 tiles at S = 3..26: model / measured 0.8-1.1): S x the partial's bytes sets how far S may go.
+# reading from L2), after a fixed cost (store, count, epilogue). Fitted on one H100 (results/README.md "Wave tiles and
+# split-K": 19 split-K runs of 4 tiles at S = 3..26, model / measured 0.8-1.1): S x the partial's bytes sets how far
+# S may go.
 FIXUP_BYTES_PER_US = 50e3
 SPLITK_BASE_US = 2.0
 SPLITK_MAX = 8  # pieces per tile the candidates go up to (S = 13 and 26 ran 1.7-4x slower than S = 3)
 # Split-K is a candidate where the bucket's tile gives fewer tiles than this share of the programs: at 80 of 132
-# and fewer it gained 5-36% on one H100 (results/logs/h100x1/gemm-wave-8814e5a); at 128 of 132 (256x8192x14336)
-# split-K of 128x256 ran 4% slower than dp (results/logs/h100x1/gemm-tp-26a62c3).
+# and fewer it gained 5-36% on one H100; at 128 of 132 (256x8192x14336) split-K of 128x256 ran 4% slower than dp
+# (results/README.md "Wave tiles and split-K").
 SPLITK_BELOW = 0.75
 
 
@@ -257,7 +260,7 @@ def gemm_candidates(M: int, N: int, K: int, dtype: str, num_programs: int, arch:
             options = [(s, two) for s, two in options if s != "splitk"]
         if auto and any(s == "splitk" for s, _ in options) and splittable(M, N, K, cfg, num_programs):
             # split-K, where it applies, instead of the hybrid: measured faster on every such tp shape but one (a
-            # tie), one H100 (gemm-wave-8814e5a); the hybrid's model is optimistic there
+            # tie), one H100 (results/README.md "Wave tiles and split-K"); the hybrid's model is optimistic there
             options = [(s, two) for s, two in options if s != "hybrid"]
         for schedule, two_tiles in options:
             if schedule == "splitk":

@@ -17,7 +17,6 @@ combination runs in the same launch (one log each), which is how SM-split sweeps
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -54,7 +53,7 @@ from harness.timing import METHOD as TIMING_METHOD
 from harness.validate import describe_failure
 from iris_ops.bootstrap import Bootstrap, get_bootstrap
 from iris_ops.entry import run_main
-from iris_ops.env import set_host_timeout
+from iris_ops.env import on_gpu, set_host_timeout
 from spec import Target
 from streamk_pgas.launch import launch_bench, take_flag
 
@@ -66,7 +65,7 @@ def device_target(boot: Bootstrap) -> Target:
     """This rank's device (after choosing it: one GPU per rank, or a shared one), as the planner sees it."""
     from overlap.target import device_target as target_of
 
-    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+    if not on_gpu():
         return target_of(None)  # the interpreter: programs run one after another, any count is "resident"
     from iris_ops.backends.cuda_ipc import shared_gpu_index
     from iris_ops.env import share_gpu

@@ -23,17 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from iris_ops.env import on_gpu  # the ranks run compiled kernels on GPUs (not the interpreter)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MPI_DIR = Path(__file__).resolve().parent / "mpi"
-
-
-def on_gpu() -> bool:
-    """True when the ranks will run compiled kernels on GPUs (not the interpreter)."""
-    if os.environ.get("TRITON_INTERPRET", "0") == "1":
-        return False
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def max_ranks() -> int:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-MODULES = ["harness.gemm_sweep", "harness.gemm_bench", "harness.microbench", "harness.copy_engine_bench",
-           "harness.cublas_kernels", "tools.compile_check", "tools.op_overhead", "tools.share_gpu_check", "reference"]
+MODULES = ["tools.gemm_sweep", "tools.gemm_bench", "tools.microbench", "tools.copy_engine_bench",
+           "tools.cublas_kernels", "tools.compile_check", "tools.op_overhead", "tools.share_gpu_check", "reference"]
 ENTRIES = [*MODULES, "benchmark.py"]
 
 # One process: each entry as __main__ with its argv; stdout and the exit code (SystemExit's, 0 if none) of each.

@@ -1,4 +1,4 @@
-"""harness.gemm_sweep on the CPU interpreter: candidates parse (bad ones: one line, exit 2), every candidate of
+"""tools.gemm_sweep on the CPU interpreter: candidates parse (bad ones: one line, exit 2), every candidate of
 every shape gives a validated row beside the baseline's, the CSV and its meta file are written, and "auto"
 runs the plan stream_k.plan's cost model picks."""
 
@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from conftest import REPO_ROOT
 
-from harness.gemm_sweep import GemmCandidate, exit_code, parse_candidate, summary
 from stream_k.plan import plan_streamk
+from tools.gemm_sweep import GemmCandidate, exit_code, parse_candidate, summary
 
 
 def test_candidates_parse() -> None:
@@ -30,14 +30,14 @@ def test_candidates_parse() -> None:
 
 
 def test_bad_candidate_is_one_line_and_exit_2() -> None:
-    r = subprocess.run([sys.executable, "-m", "harness.gemm_sweep", "--shapes", "64x64x64", "--candidates",
+    r = subprocess.run([sys.executable, "-m", "tools.gemm_sweep", "--shapes", "64x64x64", "--candidates",
                         "32x32x16/s1/w4/fast"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--candidates" in r.stderr
 
 
 def test_sweep_rows_and_csv(tmp_path: Path) -> None:
     out = tmp_path / "sweep.csv"
-    r = subprocess.run([sys.executable, "-m", "harness.gemm_sweep", "--shapes", "64x64x64,40x72x56",
+    r = subprocess.run([sys.executable, "-m", "tools.gemm_sweep", "--shapes", "64x64x64,40x72x56",
                         "--candidates", "32x32x16/s1/w4/auto,32x32x16/s1/w4/hybrid,16x32x16/s1/w4/sk/r2",
                         "--num_programs", "3", "--csv", str(out)],
                        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
@@ -57,8 +57,8 @@ def test_sweep_rows_and_csv(tmp_path: Path) -> None:
 
 
 def test_gemm_bench_writes_validated_records(tmp_path: Path) -> None:
-    """harness.gemm_bench (cuBLAS beside the Stream-K GEMM, one JSON record per implementation) runs end to end."""
-    r = subprocess.run([sys.executable, "-m", "harness.gemm_bench", "--shapes", "64x64x64", "--datatype", "fp32",
+    """tools.gemm_bench (cuBLAS beside the Stream-K GEMM, one JSON record per implementation) runs end to end."""
+    r = subprocess.run([sys.executable, "-m", "tools.gemm_bench", "--shapes", "64x64x64", "--datatype", "fp32",
                         "--output_dir", str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     records = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("*.json"))]

@@ -1,4 +1,4 @@
-"""Smoke test of harness.microbench: tiny sizes on 2 ranks (CPU interpreter in CI, GPUs where present)."""
+"""Smoke test of tools.microbench: tiny sizes on 2 ranks (CPU interpreter in CI, GPUs where present)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import on_gpu, run_mpi, skip_unless_ranks
 
-from harness import microbench
+from tools import microbench
 
 
 def test_parse_size() -> None:
@@ -27,7 +27,7 @@ def test_microbench_runs_and_validates(tmp_path: Path) -> None:
     skip_unless_ranks(2)
     out = tmp_path / "microbench.json"
     sizes = "1MB,4MB" if on_gpu() else "4KB,1000"  # 1000 B: a size that is not a multiple of the block
-    result = run_mpi(2, "harness.microbench", "--sizes", sizes, "--iters", "2", "--warmup", "1",
+    result = run_mpi(2, "tools.microbench", "--sizes", sizes, "--iters", "2", "--warmup", "1",
                      "--rounds", "100" if on_gpu() else "3", "--output_file", str(out), module=True, timeout=600)
     assert "validation: passed" in result.stdout, result.stdout[-4000:]
     record = json.loads(out.read_text())

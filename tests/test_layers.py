@@ -2,7 +2,8 @@
 included): spec (the problem spec) <- iris_ops (the PGAS layer) <- stream_k (the GEMM) <- overlap (the op and
 its communication) <- harness (what the benchmark needs) <- reference <- tools, results <- streamk_pgas (the command
 line: the benchmark, benchmark.py's code). A cycle
-between packages is an upward import. spec imports neither torch nor Triton."""
+between packages is an upward import; inside a package no module imports, directly or through others, one that
+imports it back (`test_no_import_cycle_between_modules`). spec imports neither torch nor Triton."""
 
 from __future__ import annotations
 
@@ -83,12 +84,14 @@ def test_spec_is_the_bottom_and_needs_no_torch() -> None:
 
 
 def test_reference_baselines_do_not_load_the_triton_stack() -> None:
-    """The vendor baselines (reference/) run with torch alone: importing them loads no Triton, stream_k or overlap,
-    and of iris_ops only what ends a run and starts a world (its errors, variables, bootstrap, entry)."""
+    """The vendor baselines (reference/) run with torch alone: importing them loads no Triton or overlap, of
+    stream_k only its datatype map (stream_k.dtypes), and of iris_ops only what ends a run and starts a world (its
+    errors, variables, bootstrap, entry)."""
     import subprocess
     import sys
 
-    light = ("iris_ops", "iris_ops.errors", "iris_ops.env", "iris_ops.bootstrap", "iris_ops.entry")
+    light = ("iris_ops", "iris_ops.errors", "iris_ops.env", "iris_ops.bootstrap", "iris_ops.entry", "stream_k",
+             "stream_k.dtypes")
     code = ("import sys; import reference.cli, reference.variants, reference.runner, reference.world; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('triton', 'stream_k', 'overlap', 'iris_ops') "
             f"and m not in {light!r}))")
@@ -105,3 +108,97 @@ def test_flag_checks_load_neither_torch_nor_triton() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]", out
+
+
+# ---- no import cycle between modules ----------------------------------------------------------------------------
+
+def module_names(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every source file of the layers' packages under `root` (a package's
+    __init__.py is the package's own name)."""
+    out: dict[str, Path] = {}
+    for package in LAYERS:
+        for path in sorted((root / package).rglob("*.py")) if (root / package).is_dir() else []:
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project modules that module `name` (its file `path`) imports anywhere in its source: module level,
+    inside functions and under TYPE_CHECKING alike. `from a.b import c` names the module a.b.c where there is one,
+    else a.b; an import names that module, not the packages above it."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return {m for m in found if m in modules and m != name}
+
+
+def module_cycle(root: Path) -> list[str] | None:
+    """One import cycle between the modules under `root` (the names, the first repeated at the end), or None."""
+    modules = module_names(root)
+    edges = {name: sorted(imported_modules(name, path, modules)) for name, path in modules.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in edges[node]:
+            if state.get(target) == 1:
+                return [*path[path.index(target):], target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for name in modules:
+        if name not in state and (found := visit(name)):
+            return found
+    return None
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """No module of any package imports, directly or through others, a module that imports it back (function-level
+    and TYPE_CHECKING imports count: a cycle hidden by deferring an import is still a cycle)."""
+    cycle = module_cycle(ROOT)
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+
+
+def test_cycle_walker_sees_deferred_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "overlap"
+    (pkg / "modes").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "modes" / "__init__.py").write_text("from .base import Base\n")
+    (pkg / "modes" / "base.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                           "    from overlap.config import Config\n")
+    (pkg / "config.py").write_text("def f():\n    from overlap.modes import Base\n")
+    assert module_cycle(tmp_path) == ["overlap.config", "overlap.modes", "overlap.modes.base", "overlap.config"]
+    (pkg / "config.py").write_text("import os\n")
+    assert module_cycle(tmp_path) is None
+
+
+def test_logs_are_data() -> None:
+    """results/logs holds the data of real runs (and, beside a log, the script that made it, as data): no module of
+    the project imports from it, and no test, script or CI step runs a file under it."""
+    import re
+
+    pattern = re.compile(r"(from|import)\s+results\.logs\b|results/logs/[\w./*{}-]*\.(py|sh)\b")
+    sources = [p for package in (*LAYERS, "tests", "scripts", ".ci") if (ROOT / package).is_dir()
+               for p in (ROOT / package).rglob("*") if p.is_file() and p.suffix in ("", ".py", ".sh")]
+    sources += [ROOT / "run.sh", ROOT / "benchmark.py"]
+    hits = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in sources
+            if not p.is_relative_to(ROOT / "results" / "logs") and p != Path(__file__).resolve()
+            for m in pattern.finditer(p.read_text(errors="replace"))]
+    assert not hits, hits

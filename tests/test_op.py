@@ -18,7 +18,7 @@ from conftest import MPI_DIR, REPO_ROOT, on_gpu, run_mpi, skip_unless_ranks
 
 import iris_ops
 import spec
-from overlap import InvalidConfig, OverlapConfig, OverlapOp, heap_bytes
+from overlap import InvalidConfig, OverlapConfig, OverlapOp, heap_bytes, resolve_config
 from overlap.target import device_target
 from stream_k import KernelConfig
 
@@ -157,25 +157,26 @@ CPU_KERNEL = KernelConfig(BLK_M=16, BLK_N=16, BLK_K=16, num_stages=1, num_warps=
 def test_config_resolve_rejects_unknown_algorithm_and_mode() -> None:
     cpu = device_target(None)
     with pytest.raises(InvalidConfig, match=r"algorithm must be one of .*'allgather'"):
-        OverlapConfig("allgather", 32, 32, 32).resolve(cpu)
+        resolve_config(OverlapConfig("allgather", 32, 32, 32), cpu)
     with pytest.raises(InvalidConfig, match=r"mode must be one of .*'overlapped'"):
-        OverlapConfig("all_reduce", 32, 32, 32, mode="overlapped").resolve(cpu)
+        resolve_config(OverlapConfig("all_reduce", 32, 32, 32, mode="overlapped"), cpu)
     for alg in ALGORITHMS:
         for mode in spec.MODES:
             if not spec.ALGORITHMS[alg].has_mode(mode):
                 with pytest.raises(InvalidConfig, match=rf"mode {mode} is built for all_scatter, .*, not {alg}"):
-                    OverlapConfig(alg, 32, 32, 32, "fp32", mode).resolve(cpu)
+                    resolve_config(OverlapConfig(alg, 32, 32, 32, "fp32", mode), cpu)
                 continue
-            cfg = OverlapConfig(alg, 32, 32, 32, "fp32", mode).resolve(cpu)
+            cfg = resolve_config(OverlapConfig(alg, 32, 32, 32, "fp32", mode), cpu)
             assert None not in (cfg.total_sms, cfg.gemm_sms, cfg.kernel, cfg.sk_rounds, cfg.comm_tile_m,
                                 cfg.comm_tile_n), cfg
             # copy_engine's GEMM keeps every SM; the other modes' splits leave communication programs
             assert (cfg.gemm_sms == cfg.total_sms) if mode == "copy_engine" else (1 <= cfg.gemm_sms < cfg.total_sms)
-            assert cfg.resolve(cpu) is cfg  # planned once
-    kept = OverlapConfig("one_shot", 32, 32, 32, "fp32", total_sms=2, gemm_sms=1, kernel=CPU_KERNEL).resolve(cpu)
+            assert resolve_config(cfg, cpu) is cfg  # planned once
+    kept = resolve_config(OverlapConfig("one_shot", 32, 32, 32, "fp32", total_sms=2, gemm_sms=1, kernel=CPU_KERNEL),
+                          cpu)
     assert (kept.total_sms, kept.gemm_sms, kept.kernel, kept.comm_tile_m) == (2, 1, CPU_KERNEL, 16)
     with pytest.raises(InvalidConfig, match=r"BLK_M must be a power of two") as bad:
-        OverlapConfig("one_shot", 32, 32, 32, "fp32", kernel=CPU_KERNEL.replace(BLK_M=48)).resolve(cpu)
+        resolve_config(OverlapConfig("one_shot", 32, 32, 32, "fp32", kernel=CPU_KERNEL.replace(BLK_M=48)), cpu)
     assert bad.value.field == "kernel.BLK_M"
 
 

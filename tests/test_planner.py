@@ -15,6 +15,7 @@ from harness.config import BenchConfig, ConfigError, parse_config, tuning_config
 from overlap.algorithms.record import reduce_elements_in_flight
 from overlap.config import PLANNED_FIELDS, OverlapConfig
 from overlap.planner import Problem, TuningCache, plan, rank_candidates, tune_candidates
+from overlap.resolution import resolve_config
 from stream_k.configs import KernelConfig
 from stream_k.select import choose_gemm
 
@@ -65,7 +66,7 @@ def test_every_default_comes_from_the_planner() -> None:
             cfg = parse_config(shape_flags(alg, *shape), H200, 2)
             choice = plan(Problem(alg, *shape, "bf16", 2), H200_TARGET).choice
             assert planned_fields(cfg) == choice.fields(), (alg, shape)
-            assert OverlapConfig(alg, *shape, "bf16").resolve(H200, 2) == cfg.op  # the op plans the same
+            assert resolve_config(OverlapConfig(alg, *shape, "bf16"), H200, 2) == cfg.op  # the op plans the same
 
 
 def test_explicit_flags_win_and_the_log_says_what_was_planned() -> None:
@@ -104,7 +105,7 @@ def test_cpu_uses_the_small_interpreter_config() -> None:
     assert (op.mode, op.total_sms, op.gemm_sms, op.kernel.BLK_M, op.kernel.BLK_N, op.kernel.BLK_K, op.sk_rounds) == (
         "fused", 4, 2, 32, 32, 16, 1)
     assert cfg.plan["source"] == "interpreter"
-    resolved = OverlapConfig("one_shot", 32, 32, 32, "fp32").resolve(CPU)
+    resolved = resolve_config(OverlapConfig("one_shot", 32, 32, 32, "fp32"), CPU)
     assert (resolved.mode, resolved.total_sms, resolved.gemm_sms, resolved.sk_rounds) == ("fused", 4, 2, 1)
     assert resolved.plan_info is not None and resolved.plan_info["source"] == "interpreter"
 
@@ -209,7 +210,7 @@ def test_cache_entry_overrides_the_model_until_flags_conflict(private_cache: Pat
     assert conflicting.plan["source"] == "model" and conflicting.mode == "fused"
     other_shape = parse_config(shape_flags("all_reduce", 4864, 4096, 8192), H200, 2)
     assert other_shape.plan["source"] == "model"
-    op_cfg = OverlapConfig("all_reduce", 4864, 4096, 8256, "fp32").resolve(CPU, 2)
+    op_cfg = resolve_config(OverlapConfig("all_reduce", 4864, 4096, 8256, "fp32"), CPU, 2)
     assert op_cfg.plan_info["source"] == "interpreter"  # the CPU never reads GPU winners
 
 
@@ -258,17 +259,19 @@ def test_asked_for_the_family_the_planner_chooses_its_algorithm() -> None:
     """algorithm="reduce" (the whole C on every rank): the planner resolves each of the family's algorithms and
     keeps the shortest predicted step, and says so; at 4 ranks all_reduce moves 2(W-1)/W |C| against one_shot's
     (W-1)|C|. A mode built for none of the family's algorithms, or a family of one algorithm, is refused."""
-    from overlap.config import InvalidConfig, heap_bytes
+    from overlap.config import InvalidConfig
+    from overlap.resolution import heap_bytes
 
     h100 = spec.KNOWN_TARGETS["h100"]
-    cfg = OverlapConfig("reduce", 8192, 8192, 8192, "bf16").resolve(h100, 4)
+    cfg = resolve_config(OverlapConfig("reduce", 8192, 8192, 8192, "bf16"), h100, 4)
     assert cfg.algorithm == "all_reduce" and cfg.plan_info["family"]["asked"] == "reduce"
     predicted = cfg.plan_info["family"]["predicted_ms"]
     assert set(predicted) == {"all_reduce", "one_shot"} and predicted["all_reduce"] < predicted["one_shot"]
-    assert OverlapConfig("reduce", 64, 64, 64, "fp32", "fused").resolve(spec.INTERPRETER, 2).algorithm == "all_reduce"
+    fused = resolve_config(OverlapConfig("reduce", 64, 64, 64, "fp32", "fused"), spec.INTERPRETER, 2)
+    assert fused.algorithm == "all_reduce"
     family = heap_bytes(OverlapConfig("reduce", 1024, 1024, 1024), 2)
     assert family == max(heap_bytes(OverlapConfig(a, 1024, 1024, 1024), 2) for a in ("all_reduce", "one_shot"))
     with pytest.raises(InvalidConfig, match="copy_engine is built for"):
-        OverlapConfig("reduce", 64, 64, 64, "bf16", "copy_engine").resolve(h100, 2)
+        resolve_config(OverlapConfig("reduce", 64, 64, 64, "bf16", "copy_engine"), h100, 2)
     with pytest.raises(InvalidConfig, match="or a family"):
-        OverlapConfig("ag_gemm", 64, 64, 64).resolve(h100, 2)
+        resolve_config(OverlapConfig("ag_gemm", 64, 64, 64), h100, 2)

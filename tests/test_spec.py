@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import spec
-from stream_k.dtypes import DATATYPES as GEMM_DTYPES
+from stream_k.dtypes import TORCH_DTYPES as GEMM_DTYPES
 from stream_k.plan import SCHEDULE_CHOICES as GEMM_SCHEDULES
 
 

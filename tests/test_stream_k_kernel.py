@@ -6,14 +6,13 @@ that no program waits on a later one), and on a GPU without it. Shapes stay smal
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 import triton
 import triton.language as tl
 
 from iris_ops.device import wait_local
+from iris_ops.env import interpreted
 
 # Submodules, not the package: an editable install made before stream_k/__init__.py existed maps
 # stream_k to a namespace package, whose top level is empty.
@@ -22,7 +21,7 @@ from stream_k.gemm import StreamKGemm, matmul
 from stream_k.kernel import streamk_gemm_kernel, streamk_program
 from stream_k.tiles import width_parts
 
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+INTERPRET = interpreted()
 HAS_GPU = torch.cuda.is_available() and not INTERPRET
 pytestmark = pytest.mark.skipif(not (INTERPRET or HAS_GPU), reason="needs a GPU or TRITON_INTERPRET=1")
 DEVICE = "cuda" if HAS_GPU else "cpu"

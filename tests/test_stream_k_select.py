@@ -3,11 +3,10 @@ right in the interpreter on small shapes."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
+from iris_ops.env import interpreted
 from stream_k.gemm import StreamKGemm
 from stream_k.plan import StreamKPlan, plan_streamk
 from stream_k.roofline import gemm_bytes
@@ -21,7 +20,7 @@ from stream_k.select import (
     shape_tile,
 )
 
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+INTERPRET = interpreted()
 HAS_SM90 = torch.cuda.is_available() and not INTERPRET and torch.cuda.get_device_capability()[0] >= 9
 DEVICE = "cuda" if HAS_SM90 else "cpu"
 

@@ -297,10 +297,10 @@ class Bench:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from iris_ops.env import use_interpreter_without_gpu
+    from iris_ops.env import interpreted, use_interpreter_without_gpu
 
     use_interpreter_without_gpu()
-    on_cpu = os.environ.get("TRITON_INTERPRET", "0") == "1"
+    on_cpu = interpreted()
 
     def sizes(text: str) -> list[int]:
         return [parse_size(x) for x in text.split(",") if x]

@@ -3,7 +3,7 @@ first among those a sweep timed, against the fastest one measured.
 
     python -m tools.gemm_model_check results/logs/h100x1/explore-2329a3d/a.csv results/logs/h100x1/gemm-wave-*/?.csv
 
-Reads `harness.gemm_sweep` CSVs (one or more; rows of one shape may come from several files), takes every timed
+Reads `tools.gemm_sweep` CSVs (one or more; rows of one shape may come from several files), takes every timed
 candidate row (its `chosen` tile, `schedule`, `loop_ms`), plans it again for the CSV's shape on --programs
 programs and asks `stream_k.select.gemm_time_us` for its time. Prints per shape the best measured candidate, the
 model's pick and what the pick measured; then the geomean over shapes of (the pick's time / the best time): 1.0
@@ -20,16 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks import ConfigError, OneLineParser
-from harness.gemm_sweep import GemmCandidate, parse_candidate
 from stream_k.configs import default_config
 from stream_k.plan import plan_streamk
 from stream_k.select import gemm_time_us, tile_efficiency, tiles_measured
+from tools.gemm_sweep import GemmCandidate, parse_candidate
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = OneLineParser(prog="python -m tools.gemm_model_check",
                        description="The GEMM model's pick against the fastest measured candidate per shape.")
-    ap.add_argument("csv", nargs="+", help="harness.gemm_sweep CSV files")
+    ap.add_argument("csv", nargs="+", help="tools.gemm_sweep CSV files")
     ap.add_argument("--arch", default="sm90", help="the arch the sweeps ran on (default sm90)")
     ap.add_argument("--datatype", default="bf16", help="the sweeps' datatype (default bf16)")
     ap.add_argument("--programs", type=int, default=132, help="programs the sweeps ran on (default 132)")
@@ -57,8 +57,7 @@ def model_us(row: dict[str, Any], dtype: str, arch: str, programs: int) -> float
     writes it: dp, hybrid1, hybrid2, sk, splitkS) for the row's shape, planned as the sweep plans its candidates."""
     M, N, K = (int(x) for x in str(row["shape"]).split("x"))
     parts = str(row["chosen"]).split("/")
-    schedule = {"hybrid2": "hybrid"}.get(str(row["schedule"]), str(row["schedule"]))
-    cand = parse_candidate("/".join([*parts[:3], schedule]))
+    cand = parse_candidate("/".join([*parts[:3], str(row["schedule"])]))
     assert isinstance(cand, GemmCandidate)
     cfg = default_config(dtype, arch).replace(BLK_M=cand.blk_m, BLK_N=cand.blk_n, BLK_K=cand.blk_k,
                                              num_stages=cand.stages, num_warps=cand.warps, tma="tma" in parts)

@@ -31,7 +31,7 @@ import torch
 
 import spec
 from harness.checks import TOLERANCE, ConfigError, OneLineParser
-from harness.dtypes import torch_dtype
+from stream_k.dtypes import torch_dtype
 
 SHAPES = ((768, 5120, 13824), (3000, 5000, 7000), (2000, 3000, 3000), (256, 8192, 8192))
 RATIO_GOAL, HOST_GOAL_US = 1.03, 10.0

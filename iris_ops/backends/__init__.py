@@ -12,12 +12,11 @@ or a machine without a GPU -> shm, a ROCm torch -> hip, otherwise cuda.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Protocol
 
 import torch
 
-from iris_ops.env import BACKEND_ENV, BACKENDS, backend_from_env
+from iris_ops.env import BACKEND_ENV, BACKENDS, backend_from_env, gpu_backend
 
 __all__ = ["BACKENDS", "HeapBackend", "choose_backend", "make_backend"]
 
@@ -45,9 +44,8 @@ class HeapBackend(Protocol):
 def choose_backend(requested: str | None = None) -> str:
     name = requested.lower() if requested else backend_from_env()
     if name == "auto":
-        if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
-            return "shm"
-        return "hip" if getattr(torch.version, "hip", None) else "cuda"
+        backend = gpu_backend()
+        return "shm" if backend == "cpu" else backend
     if name not in BACKENDS:
         raise ValueError(f"{BACKEND_ENV} / backend must be one of auto, {', '.join(BACKENDS)}; got {name!r}")
     return name

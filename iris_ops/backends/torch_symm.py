@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import os
 import socket
 import warnings
 from typing import Any
@@ -31,13 +30,14 @@ from typing import Any
 import torch
 
 from iris_ops.bootstrap import timeout_from_env
+from iris_ops.env import interpreted
 
 NEEDS = "IRIS_OPS_BACKEND=symm needs a CUDA GPU with torch symmetric memory"
 
 
 def symm_problem() -> str | None:
     """Why this process cannot use the symm backend (one line, starting with NEEDS), or None."""
-    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+    if interpreted():
         return f"{NEEDS}; TRITON_INTERPRET=1 runs kernels on the CPU (use IRIS_OPS_BACKEND=shm there)"
     if not torch.cuda.is_available():
         return f"{NEEDS}; torch {torch.__version__} sees no GPU"

@@ -3,18 +3,16 @@ GEMM and the communication timed alone, the SM split's check and options, the co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 import spec
 from overlap.candidates import Candidate, Problem
+from overlap.config import InvalidConfig, OverlapConfig
+from overlap.parts import Parts
 from overlap.rates import COMM_RESERVES
-from overlap.step import Step
-
-if TYPE_CHECKING:
-    from overlap.config import OverlapConfig
-    from overlap.parts import Parts
+from overlap.step import StepLaunches
 
 
 class ModeSteps:
@@ -34,7 +32,7 @@ class ModeSteps:
         return spec.MODES[self.name]
 
     # ---- the step ---------------------------------------------------------------------------------------
-    def build(self, parts: Parts, kind: str, a: torch.Tensor, b: torch.Tensor) -> Step:
+    def build(self, parts: Parts, kind: str, a: torch.Tensor, b: torch.Tensor) -> StepLaunches:
         """The launches of one step of `kind` (overlap.step.KINDS) on inputs a and b."""
         if parts.world == 1:
             return self.alone_step(parts, kind, a, b)
@@ -43,7 +41,7 @@ class ModeSteps:
             assert cfg.gemm_sms is not None
             gemm = parts.gemm(cfg.gemm_sms)
             launch = parts.overlap(gemm, a, b, step_programs=gemm.plan.num_programs, peer_sync=False, wait_a=False)
-            return Step(kind, main=[("gemm_alone", [launch])])
+            return StepLaunches(kind, main=[("gemm_alone", [launch])])
         if kind == "comm_alone":
             return self.comm_alone(parts, a)
         step = self.step(parts, a, b, traced=kind == "traced")
@@ -51,24 +49,24 @@ class ModeSteps:
             step.post = [parts.compaction()]
         return step
 
-    def alone_step(self, parts: Parts, kind: str, a: torch.Tensor, b: torch.Tensor) -> Step:
+    def alone_step(self, parts: Parts, kind: str, a: torch.Tensor, b: torch.Tensor) -> StepLaunches:
         """One rank: the GEMM alone (self.world_one); the communication timed alone has nothing to move."""
         if kind == "comm_alone":
-            return Step(kind)
+            return StepLaunches(kind)
         programs = parts.cfg.gemm_sms if kind == "gemm_alone" else parts.main_programs
         assert programs is not None
         name = "gemm_alone" if kind == "gemm_alone" else "gemm"
-        return Step(kind, main=[(name, [parts.alone(programs, a, b, traced=kind == "traced")])])
+        return StepLaunches(kind, main=[(name, [parts.alone(programs, a, b, traced=kind == "traced")])])
 
-    def comm_alone(self, parts: Parts, a: torch.Tensor) -> Step:
+    def comm_alone(self, parts: Parts, a: torch.Tensor) -> StepLaunches:
         """The communication on the programs the GEMM leaves, every tile taken as ready."""
         cfg = parts.cfg
         assert cfg.total_sms is not None and cfg.gemm_sms is not None
         programs = cfg.total_sms - cfg.gemm_sms
-        return Step("comm_alone", main=[("comm_alone", [parts.comm(programs, claim=False, step_programs=programs,
-                                                                   wait_ready=False, a=a)])])
+        comm = parts.comm(programs, claim=False, step_programs=programs, wait_ready=False, a=a)
+        return StepLaunches("comm_alone", main=[("comm_alone", [comm])])
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         raise NotImplementedError
 
     # ---- the SM split -------------------------------------------------------------------------------------
@@ -79,8 +77,6 @@ class ModeSteps:
     def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
         """Refuse what this mode cannot run (overlap.config.InvalidConfig): here, an SM split that leaves no SM to
         communicate."""
-        from overlap.config import InvalidConfig
-
         total, gemm = cfg.total_sms, cfg.gemm_sms
         assert total is not None and gemm is not None
         if not 1 <= gemm < total:

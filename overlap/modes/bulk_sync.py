@@ -6,31 +6,27 @@ World 1: the GEMM kernel alone on every program.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 import spec
 from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
+from overlap.parts import Parts
 from overlap.rates import STEP_US, comm_rate, local_ms, sync_ms
-from overlap.step import Step
-
-if TYPE_CHECKING:
-    from overlap.parts import Parts
+from overlap.step import StepLaunches
 
 
 class BulkSync(ModeSteps):
     name = "bulk_sync"
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T = parts.cfg.total_sms
         assert T is not None
         gemm = parts.overlap(parts.gemm(T), a, b, step_programs=2 * T, traced=traced)
         comm = parts.comm(T, claim=False, step_programs=2 * T, traced=traced, a=a)
         if parts.alg.gathers_a:
-            return Step("step", main=[("comm", [comm]), ("gemm", [gemm])])
-        return Step("step", main=[("gemm", [gemm]), ("comm", [comm])])
+            return StepLaunches("step", main=[("comm", [comm]), ("gemm", [gemm])])
+        return StepLaunches("step", main=[("gemm", [gemm]), ("comm", [comm])])
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
         remote, _ = p.bytes_moved()

@@ -9,19 +9,15 @@ World 1: the GEMM kernel alone on every program.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 import spec
 from overlap.candidates import Candidate, Problem
+from overlap.config import InvalidConfig, OverlapConfig
 from overlap.modes.base import ModeSteps
+from overlap.parts import Parts
 from overlap.rates import CE_BANDS, CE_FIXED_MS, CE_LOCAL_GBS, CE_OP_US, CE_PEER_GBS, LOCAL_GBS, sync_ms
-from overlap.step import Step
-
-if TYPE_CHECKING:
-    from overlap.config import OverlapConfig
-    from overlap.parts import Parts
+from overlap.step import StepLaunches
 
 
 class CopyEngine(ModeSteps):
@@ -29,25 +25,23 @@ class CopyEngine(ModeSteps):
     second_stream = True
     copies = True
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, alg = parts.cfg.total_sms, parts.alg
         assert T is not None
         gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a)
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
-        step = Step("step", pre=[parts.ce_start()], main=[("gemm", [gemm])], side=schedule, side_name="copy",
+        step = StepLaunches("step", pre=[parts.ce_start()], main=[("gemm", [gemm])], side=schedule, side_name="copy",
                     side_first=alg.gathers_a, post_name="add")
         if alg.copy_schedule == "reduce_rows":
             step.post = [parts.reduce_rows_post()]
         return step
 
-    def comm_alone(self, parts: Parts, a: torch.Tensor) -> Step:
+    def comm_alone(self, parts: Parts, a: torch.Tensor) -> StepLaunches:
         """The copies and the protocol, nothing waited for."""
         schedule = parts.copy_schedule(a, parts.ce_finish(1), wait=False)
-        return Step("comm_alone", pre=[parts.ce_start()], main=[("comm_alone", [schedule])])
+        return StepLaunches("comm_alone", pre=[parts.ce_start()], main=[("comm_alone", [schedule])])
 
     def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
-        from overlap.config import InvalidConfig
-
         if cfg.gemm_sms != cfg.total_sms:
             raise InvalidConfig("gemm_sms", f"{self.name} runs the GEMM on every SM: gemm_sms must equal total_sms "
                                             f"({cfg.total_sms}), got {cfg.gemm_sms}")

@@ -7,32 +7,33 @@ World 1: the GEMM kernel alone on every program (the communication has no work, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 import spec
 from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
+from overlap.parts import Parts
 from overlap.rates import STEP_US, comm_rate, local_ms, sync_ms
-from overlap.step import Step
+from overlap.step import StepLaunches
 
-if TYPE_CHECKING:
-    from overlap.parts import Parts
+
+def joins(parts: Parts) -> bool:
+    """GEMM programs join the communication once done with their tiles: on a GPU only (in the interpreter,
+    programs run one after another, so an early program would wait on a later one's tile), and not where the
+    communication moves A's rows."""
+    return parts.cfg.gemm_joins_comm and not parts.target.interpreted and not parts.alg.gathers_a
 
 
 class Fused(ModeSteps):
     name = "fused"
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
-        from overlap.modes.two_streams import joins
-
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, G = parts.cfg.total_sms, parts.cfg.gemm_sms
         assert T is not None and G is not None
         join = joins(parts)
         launch = parts.overlap(parts.gemm(G), a, b, comm_programs=T - G, join=join, claim=not parts.alg.gathers_a,
                                step_programs=T, traced=traced)
-        return Step("step", main=[("fused", [launch])])
+        return StepLaunches("step", main=[("fused", [launch])])
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
         return overlapped_cost(p, c, g, fused=True)

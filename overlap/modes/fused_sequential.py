@@ -10,30 +10,26 @@ World 1: the GEMM kernel alone on every program.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 import spec
 from overlap.algorithms import ALGORITHMS
 from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
+from overlap.parts import Parts
 from overlap.rates import comm_rate, link_ms, local_ms, sync_ms
-from overlap.step import Step
-
-if TYPE_CHECKING:
-    from overlap.parts import Parts
+from overlap.step import StepLaunches
 
 
 class FusedSequential(ModeSteps):
     name = "fused_sequential"
     pushes = True
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, alg, interpreted = parts.cfg.total_sms, parts.alg, parts.target.interpreted
         assert T is not None
         gemm = parts.gemm(T)
-        step = Step("step")
+        step = StepLaunches("step")
         if alg.gathers_a:
             if not interpreted:  # each GEMM program pushes its share of A's rows, then computes
                 step.main = [("fused", [parts.overlap(gemm, a, b, step_programs=T, traced=traced, push=True,

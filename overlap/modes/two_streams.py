@@ -8,32 +8,21 @@ World 1: the GEMM kernel alone on every program (the communication has no work, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 import spec
 from overlap.candidates import Candidate, Problem
 from overlap.modes.base import ModeSteps
-from overlap.modes.fused import overlapped_cost
-from overlap.step import Step
-
-if TYPE_CHECKING:
-    from overlap.parts import Parts
-
-
-def joins(parts: Parts) -> bool:
-    """GEMM programs join the communication once done with their tiles: on a GPU only (in the interpreter,
-    programs run one after another, so an early program would wait on a later one's tile), and not where the
-    communication moves A's rows."""
-    return parts.cfg.gemm_joins_comm and not parts.target.interpreted and not parts.alg.gathers_a
+from overlap.modes.fused import joins, overlapped_cost
+from overlap.parts import Parts
+from overlap.step import StepLaunches
 
 
 class TwoStreams(ModeSteps):
     name = "two_streams"
     second_stream = True
 
-    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> Step:
+    def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, G = parts.cfg.total_sms, parts.cfg.gemm_sms
         assert T is not None and G is not None
         gathers = parts.alg.gathers_a
@@ -42,7 +31,7 @@ class TwoStreams(ModeSteps):
         comm = parts.comm(T - G, claim=not gathers, step_programs=T, traced=traced, a=a)
         # all_gather_gemm: the GEMM waits on the rows the communication pushes, so it goes first wherever
         # launches run in order (the interpreter, the preload)
-        return Step("step", main=[("gemm", [gemm])], side=comm, side_first=gathers)
+        return StepLaunches("step", main=[("gemm", [gemm])], side=comm, side_first=gathers)
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
         return overlapped_cost(p, c, g, fused=False)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 import traceback
 from collections import Counter
@@ -36,8 +35,9 @@ import triton.language as tl
 from device_cases import CASES, INTERPRETER_GAPS
 
 import iris_ops
+from iris_ops.env import interpreted
 
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+INTERPRET = interpreted()
 BLOCK = 16  # elements per row an operation touches
 G = 16  # guard elements on each side of a row
 SPAN = G + BLOCK + G

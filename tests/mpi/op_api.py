@@ -5,7 +5,7 @@
 Checks (every rank runs each one; rank 0 prints "OP_API_OK <name> ..." for each, and any failure
 prints "OP_API_FAIL <name> rank R: <what>" and exits non-zero):
 
-    config      OverlapConfig.resolve / OverlapOp.create reject an unknown algorithm or mode with a
+    config      resolve_config / OverlapOp.create reject an unknown algorithm or mode with a
                 ValueError naming it (and a split that does not divide by the ranks), allocating nothing
     bad_args    a wrong shape, a wrong dtype and a non-tensor each raise one error naming the argument (a or
                 b); after each error a good step still gives the right C (a wrong device is checked on GPUs
@@ -37,7 +37,9 @@ from op_back_to_back import TOL, cpu_options, global_inputs, load_inputs, rel_er
 
 import iris_ops
 from iris_ops import CollectiveError
-from overlap.op import OverlapConfig, OverlapOp
+from overlap.config import OverlapConfig
+from overlap.op import OverlapOp
+from overlap.resolution import resolve_config
 
 M = N = K = 32
 TIMEOUT_BOUND_S = 60.0  # the failed step and check_errors() must be over well before this
@@ -77,8 +79,9 @@ def make_op(shmem, alg: str, mode: str = "fused", **options) -> OverlapOp:
 
 def check_config(shmem) -> str:
     dev = shmem.get_device()
-    expect_error(ValueError, lambda: OverlapConfig("all_gather", M, N, K).resolve(dev), "algorithm", "'all_gather'")
-    expect_error(ValueError, lambda: OverlapConfig("all_reduce", M, N, K, mode="async").resolve(dev), "mode",
+    expect_error(ValueError, lambda: resolve_config(OverlapConfig("all_gather", M, N, K), dev), "algorithm",
+                 "'all_gather'")
+    expect_error(ValueError, lambda: resolve_config(OverlapConfig("all_reduce", M, N, K, mode="async"), dev), "mode",
                  "'async'")
     used = shmem.heap_offset
     expect_error(ValueError, lambda: OverlapOp.create(shmem, "allreduce", M, N, K, "fp32"), "'allreduce'")
@@ -89,7 +92,7 @@ def check_config(shmem) -> str:
     expect_error(ValueError, lambda: OverlapOp.create(shmem, "all_scatter", M, N + 1, K, "fp32", **cpu_options()),
                  "N", str(N + 1))
     assert shmem.heap_offset == used, f"a rejected create allocated {shmem.heap_offset - used} B of heap"
-    resolved = OverlapConfig("one_shot", M, N, K, "fp32", "bulk_sync").resolve(dev)
+    resolved = resolve_config(OverlapConfig("one_shot", M, N, K, "fp32", "bulk_sync"), dev)
     assert None not in (resolved.total_sms, resolved.gemm_sms, resolved.kernel, resolved.sk_rounds,
                         resolved.comm_tile_m, resolved.comm_tile_n), f"resolve left a field unset: {resolved}"
     return "unknown algorithm/mode and indivisible splits rejected, nothing allocated"

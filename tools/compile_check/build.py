@@ -29,7 +29,7 @@ from typing import Any
 
 from tools.compile_check.resources import Usage, occupancy, parse_amdgcn, parse_ptxas_log
 from tools.compile_check.spec import LaunchSpec, named_constexprs
-from tools.compile_check.targets import Target
+from tools.compile_check.targets import BuildTarget
 
 RESULT_VERSION = 3  # bump when what a cached result holds changes
 
@@ -45,7 +45,7 @@ class Build:
     constexprs: dict[str, str] = field(default_factory=dict)  # what the JIT made compile-time, by name
 
 
-def specialise(spec: LaunchSpec, target: Target) -> Build:
+def specialise(spec: LaunchSpec, target: BuildTarget) -> Build:
     """Signature, constexprs and attributes of `spec` on `target`, derived from its argument values by the JIT's
     own binder; the key under which its result is cached."""
     from triton.compiler import ASTSource, make_backend
@@ -66,13 +66,13 @@ def specialise(spec: LaunchSpec, target: Target) -> Build:
                  named_constexprs(kernel, spec.args, constexprs))
 
 
-def _ptxas(target: Target) -> str:
+def _ptxas(target: BuildTarget) -> str:
     from triton.backends.nvidia.compiler import get_ptxas
 
     return get_ptxas(target.arch).path
 
 
-def _ptxas_log(ptx: str, target: Target) -> str:
+def _ptxas_log(ptx: str, target: BuildTarget) -> str:
     """`ptxas -v` on the kernel's PTX (when Triton took the cubin from its cache, so its own log was not seen)."""
     from triton.backends.nvidia.compiler import sm_arch_from_capability
 
@@ -84,7 +84,7 @@ def _ptxas_log(ptx: str, target: Target) -> str:
     return out.stdout + out.stderr
 
 
-def usage_of(compiled: Any, target: Target, ptxas_log: str) -> Usage:
+def usage_of(compiled: Any, target: BuildTarget, ptxas_log: str) -> Usage:
     """What a compiled kernel uses (see resources.py)."""
     md = compiled.metadata
     u = Usage(num_warps=md.num_warps, shared=int(md.shared))
@@ -99,7 +99,7 @@ def usage_of(compiled: Any, target: Target, ptxas_log: str) -> Usage:
     return u
 
 
-def compile_build(build: Build, target: Target) -> tuple[Usage, float, list[str]]:
+def compile_build(build: Build, target: BuildTarget) -> tuple[Usage, float, list[str]]:
     """triton.compile for the target; its resource usage, the seconds it took, and why each forbidden pattern
     that its assembly matches is forbidden."""
     import triton
@@ -123,7 +123,7 @@ def compile_build(build: Build, target: Target) -> tuple[Usage, float, list[str]
     return usage_of(compiled, target, log.getvalue()), seconds, found
 
 
-def check_fit(u: Usage, target: Target) -> str | None:
+def check_fit(u: Usage, target: BuildTarget) -> str | None:
     """Why a program of this kernel cannot run on the target (None: it can)."""
     if u.shared > target.shared_per_program:
         return f"needs {u.shared} bytes of {'LDS' if target.amd else 'shared memory'}, the {target.unit} has " \
@@ -133,7 +133,7 @@ def check_fit(u: Usage, target: Target) -> str | None:
     return None
 
 
-def _compiled(build: Build, target: Target, cache_dir: Path | None) -> dict[str, Any]:
+def _compiled(build: Build, target: BuildTarget, cache_dir: Path | None) -> dict[str, Any]:
     """The compiler's facts of a build (usage and seconds, or the error), from the cache when they are there."""
     path = cache_dir / f"{build.key}.json" if cache_dir is not None else None
     if path is not None and path.exists():
@@ -155,7 +155,7 @@ def _compiled(build: Build, target: Target, cache_dir: Path | None) -> dict[str,
     return {**facts, "cached": False}
 
 
-def result_for(build: Build, target: Target, cache_dir: Path | None) -> dict[str, Any]:
+def result_for(build: Build, target: BuildTarget, cache_dir: Path | None) -> dict[str, Any]:
     """The build's result: the compiler's facts (compile_s, usage; or the error) and what follows from them on the
     target (spills, programs per unit and what limits it, why it cannot run there)."""
     facts = _compiled(build, target, cache_dir)

@@ -17,12 +17,12 @@ from harness.checks import ConfigError, OneLineParser, int_in
 from tools.compile_check.build import Build, result_for, specialise
 from tools.compile_check.kernels import DEFAULT_GROUPS, GROUPS, OP_WORLDS, launch_specs, not_built
 from tools.compile_check.report import Row, document, failure_lines, table
-from tools.compile_check.targets import TARGETS, Target
+from tools.compile_check.targets import TARGETS, BuildTarget
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "streamk-pgas" / "compile_check"
 
 # (target, build) pairs the pool's workers compile: set before the pool forks, so workers inherit them
-_WORK: list[tuple[Target, Build]] = []
+_WORK: list[tuple[BuildTarget, Build]] = []
 _CACHE_DIR: Path | None = None
 
 
@@ -73,7 +73,7 @@ def _check_compiled_mode() -> None:
                           "compiles nothing); run as python -m tools.compile_check")
 
 
-def collect(targets: list[Target], groups: list[str], worlds: list[int] | None = None
+def collect(targets: list[BuildTarget], groups: list[str], worlds: list[int] | None = None
             ) -> tuple[list[Row], list[str]]:
     """Every launch spec of every target, grouped by build (launches that compile to the same kernel share one)."""
     rows: dict[tuple[str, str], Row] = {}

@@ -27,7 +27,7 @@ from stream_k.layout import padded_cols
 from stream_k.select import choose_gemm, default_tma
 from tools.compile_check import probes
 from tools.compile_check.spec import LaunchSpec
-from tools.compile_check.targets import Target
+from tools.compile_check.targets import BuildTarget
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -81,7 +81,7 @@ def _matrix(rows: int, cols: int, dtype: torch.dtype, padded: bool) -> torch.Ten
     return torch.empty((rows, padded_cols(cols) if padded else cols), dtype=dtype)[:, :cols]
 
 
-def gemm_spec(target: Target, shape: tuple[int, int, int], dtype: str, *, tma: bool,
+def gemm_spec(target: BuildTarget, shape: tuple[int, int, int], dtype: str, *, tma: bool,
               fixed: dict[str, Any] | None = None, traced: bool = False, padded: bool = True) -> LaunchSpec:
     """The stand-alone Stream-K GEMM's launch on `target` for one shape, as choose_gemm plans it (`fixed`: the
     schedule / rounds forced, else the model's choice); `traced`: with tile flags and the per-tile trace; `padded`:
@@ -110,7 +110,7 @@ def gemm_spec(target: Target, shape: tuple[int, int, int], dtype: str, *, tma: b
                                                                 "split_k": p.split_k}})
 
 
-def gemm_specs(target: Target) -> Iterator[LaunchSpec]:
+def gemm_specs(target: BuildTarget) -> Iterator[LaunchSpec]:
     """The GEMM's defaults: every datatype and shape with the model's choice, each schedule and round count fixed on
     the first shape, the traced launch (tile flags, timer) and the stand-alone GEMM on unaligned contiguous rows,
     each through the path the library takes by default (TMA or pointers, select.default_tma)."""
@@ -125,7 +125,7 @@ def gemm_specs(target: Target) -> Iterator[LaunchSpec]:
         yield gemm_spec(target, UNALIGNED_SHAPE, dtype, tma=tma, padded=False)
 
 
-def gemm_variant_specs(target: Target) -> Iterator[LaunchSpec]:
+def gemm_variant_specs(target: BuildTarget) -> Iterator[LaunchSpec]:
     """The rest of the GEMM's matrix (reported, not failed on where not a default): each schedule and round count
     fixed on the other shapes, and on targets with TMA every shape and schedule through the path the library does
     not take by default."""
@@ -154,7 +154,7 @@ def op_use(algorithm: str, mode: str, world: int, kind: str) -> str:
     return f"{algorithm} {mode} w{world} {kind}"
 
 
-def op_specs(target: Target, worlds: Sequence[int] | None = None, kinds: Sequence[str] = OP_KINDS
+def op_specs(target: BuildTarget, worlds: Sequence[int] | None = None, kinds: Sequence[str] = OP_KINDS
              ) -> Iterator[LaunchSpec]:
     """The launches of `kinds` (overlap.listing.LAUNCH_KINDS) that the op makes for every algorithm x mode the target
     runs, planned by the planner for the target on OP_SHAPE at each world size (default OP_WORLDS[target]; 1: the GEMM
@@ -174,7 +174,7 @@ def op_specs(target: Target, worlds: Sequence[int] | None = None, kinds: Sequenc
                                     extra={"shape": [m, n, k], "plan": op.cfg.plan_info})
 
 
-def not_built(target: Target, groups: Sequence[str]) -> list[str]:
+def not_built(target: BuildTarget, groups: Sequence[str]) -> list[str]:
     """The algorithm x modes whose launches the op groups leave out on `target` because it cannot run them, each
     with why: "all_scatter copy_engine: copy_engine is NVIDIA-only ..."."""
     if not {"op", "op_bench"} & set(groups):
@@ -182,13 +182,13 @@ def not_built(target: Target, groups: Sequence[str]) -> list[str]:
     return [f"{alg} {mode}: {why}" for alg, mode, why in every_mode(target.device) if why is not None]
 
 
-def op_bench_specs(target: Target, worlds: Sequence[int] | None = None) -> Iterator[LaunchSpec]:
+def op_bench_specs(target: BuildTarget, worlds: Sequence[int] | None = None) -> Iterator[LaunchSpec]:
     """The op's launches that only the benchmark makes (a traced step, the GEMM and the communication timed
     alone), as op_specs."""
     return op_specs(target, worlds, OP_BENCH_KINDS)
 
 
-def device_api_specs(target: Target) -> Iterator[LaunchSpec]:
+def device_api_specs(target: BuildTarget) -> Iterator[LaunchSpec]:
     """translate / load / store / get / put per datatype; every atomic per datatype with each memory semantics and
     scope; notify / notify_add / wait / wait_local / record_error per scope."""
     ops = device_cases().OPS
@@ -228,7 +228,7 @@ def device_api_specs(target: Target) -> Iterator[LaunchSpec]:
                          group="device_api", use="notify notify_add wait wait_local record_error")
 
 
-def timer_specs(target: Target) -> Iterator[LaunchSpec]:
+def timer_specs(target: BuildTarget) -> Iterator[LaunchSpec]:
     """read_timer with the target's own clock and with the logical (interpreter) timer; the TMA fences."""
     for kind in dict.fromkeys((default_timer_kind(target.vendor_code), TIMER_LOGICAL)):
         args = {"clock": torch.zeros(1, dtype=torch.int64), "out": torch.zeros(1, dtype=torch.int64), "KIND": kind}
@@ -236,7 +236,7 @@ def timer_specs(target: Target) -> Iterator[LaunchSpec]:
                          use="read_timer fence_proxy_async_global wait_bulk_stores")
 
 
-def barrier_specs(target: Target) -> Iterator[LaunchSpec]:
+def barrier_specs(target: BuildTarget) -> Iterator[LaunchSpec]:
     """device_barrier_kernel as DeviceBarrier launches it: a barrier, a barrier that stamps, a stamp alone."""
     for wait, stamped in ((True, False), (True, True), (False, True)):
         args = {"FLAGS": torch.zeros(WORLD, dtype=torch.int32), "epoch": 1,
@@ -251,7 +251,7 @@ def barrier_specs(target: Target) -> Iterator[LaunchSpec]:
 
 
 # group -> the launches it contributes on a target
-GROUPS: dict[str, Callable[[Target], Iterator[LaunchSpec]]] = {
+GROUPS: dict[str, Callable[[BuildTarget], Iterator[LaunchSpec]]] = {
     "gemm": gemm_specs,
     "op": op_specs,
     "device_api": device_api_specs,
@@ -265,7 +265,7 @@ GROUPS: dict[str, Callable[[Target], Iterator[LaunchSpec]]] = {
 DEFAULT_GROUPS = ("gemm", "op", "device_api", "timer", "barrier")
 
 
-def launch_specs(target: Target, groups: list[str] | None = None, worlds: Sequence[int] | None = None
+def launch_specs(target: BuildTarget, groups: list[str] | None = None, worlds: Sequence[int] | None = None
                  ) -> Iterator[LaunchSpec]:
     """Every launch of the chosen groups (DEFAULT_GROUPS by default) on `target`, the op's at world sizes `worlds`
     (default OP_WORLDS[target]), one at a time (their CPU tensors are large and only their metadata matters: a caller

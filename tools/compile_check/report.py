@@ -8,14 +8,14 @@ from typing import Any
 
 from tools.compile_check.known_issues import KnownIssue, known_issue
 from tools.compile_check.spec import LaunchSpec
-from tools.compile_check.targets import Target
+from tools.compile_check.targets import BuildTarget
 
 
 @dataclass
 class Row:
     """One distinct build on one target, with every launch spec that compiles to it."""
 
-    target: Target
+    target: BuildTarget
     specs: list[LaunchSpec]
     build: Any = None  # what build.specialise made of the first spec (the others specialise to the same)
     result: dict[str, Any] = field(default_factory=dict)
@@ -68,7 +68,7 @@ def _cell(x: Any) -> str:
     return "-" if x is None else str(x)
 
 
-def table(target: Target, rows: Sequence[Row]) -> str:
+def table(target: BuildTarget, rows: Sequence[Row]) -> str:
     """The target's table: one line per distinct build."""
     amd = target.amd
     head = ["kernel", "config"]
@@ -112,7 +112,7 @@ def failure_lines(rows: Sequence[Row]) -> list[str]:
             for row in rows if (why := row.failure()) is not None]
 
 
-def document(rows: Sequence[Row], targets: Sequence[Target], meta: dict[str, Any]) -> dict[str, Any]:
+def document(rows: Sequence[Row], targets: Sequence[BuildTarget], meta: dict[str, Any]) -> dict[str, Any]:
     """The JSON document: per target its facts and builds, the failures, and `meta` (versions, times)."""
     out: dict[str, Any] = {**meta, "targets": {}, "failures": failure_lines(rows)}
     for t in targets:

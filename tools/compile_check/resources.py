@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tools.compile_check.targets import Target
+from tools.compile_check.targets import BuildTarget
 
 
 @dataclass
@@ -84,7 +84,7 @@ def _up(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
-def occupancy(target: Target, u: Usage) -> tuple[int, str]:
+def occupancy(target: BuildTarget, u: Usage) -> tuple[int, str]:
     """Programs one SM / CU holds at once, and what limits it ("regs", "sgprs", "shared", "warps", "programs")."""
     limits: dict[str, int] = {}
     if target.amd:

@@ -19,7 +19,7 @@ from spec import KNOWN_TARGETS
 
 
 @dataclass(frozen=True)
-class Target:
+class BuildTarget:
     """One GPU target: the device the library plans for (a spec.KNOWN_TARGETS entry: its arch, SMs / CUs, shared
     memory per program) and what a program may use of one SM / CU."""
 
@@ -97,12 +97,12 @@ class Target:
 
 
 _NV = {"shared_per_unit": 228 * 1024, "shared_reserved_per_program": 1024}
-TARGETS: dict[str, Target] = {
+TARGETS: dict[str, BuildTarget] = {
     t.name: t
     for t in (
-        Target(KNOWN_TARGETS["mi300x"], "MI300X", 64 * 1024),
-        Target(KNOWN_TARGETS["mi355x"], "MI355X", 160 * 1024),
-        Target(KNOWN_TARGETS["h200"], "H100/H200", **_NV),
-        Target(KNOWN_TARGETS["b200"], "B200", **_NV),
+        BuildTarget(KNOWN_TARGETS["mi300x"], "MI300X", 64 * 1024),
+        BuildTarget(KNOWN_TARGETS["mi355x"], "MI355X", 160 * 1024),
+        BuildTarget(KNOWN_TARGETS["h200"], "H100/H200", **_NV),
+        BuildTarget(KNOWN_TARGETS["b200"], "B200", **_NV),
     )
 }

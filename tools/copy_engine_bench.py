@@ -1,6 +1,6 @@
 """What the copy-engine mode's operations cost on this machine: bandwidth of its copies and host time per call.
 
-    mpirun -np 2 python -m harness.copy_engine_bench [--mb 20] [--iters 20] [--output_file ce.json]
+    mpirun -np 2 python -m tools.copy_engine_bench [--mb 20] [--iters 20] [--output_file ce.json]
 
 Rank 0 times, with CUDA events on one stream (median of --iters, each after a drain and a barrier):
     peer_1d        one Copy2D of --mb MB into rank 1's heap, rows as wide as their pitch (a plain copy)
@@ -27,7 +27,7 @@ import torch
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m harness.copy_engine_bench")
+    p = argparse.ArgumentParser(prog="python -m tools.copy_engine_bench")
     p.add_argument("--mb", type=float, default=20.0)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--output_file", type=Path, default=None)

@@ -1,15 +1,15 @@
 """The GEMM beside cuBLAS (torch.matmul) per shape on one GPU: a suite of shapes, candidates per shape, the roofline.
 
-    python -m harness.gemm_sweep --suite tp --csv out/tp.csv            # StreamKGemm's defaults on the tp suite
-    python -m harness.gemm_sweep --shapes 512x8192x4096 --candidates default,128x256x64/s3/w8/dp,64x128x64/s6/w4/sk
+    python -m tools.gemm_sweep --suite tp --csv out/tp.csv            # StreamKGemm's defaults on the tp suite
+    python -m tools.gemm_sweep --shapes 512x8192x4096 --candidates default,128x256x64/s3/w8/dp,64x128x64/s6/w4/sk
 
 A candidate is `default` (what `StreamKGemm.create` chooses for the shape: stream_k.select) or
 `BMxBNxBK/sSTAGES/wWARPS/SCHEDULE[/rROUNDS]`, SCHEDULE one of auto (the model's pick of dp and hybrid1 for that
-tile), hybrid (DP waves plus a Stream-K share of one to two tiles per program), hybrid1 (hybrid over the leftover
-tiles only), dp, sk, splitk or splitkS (split-K, S pieces per tile; plain splitk: as many as the programs allow);
-BN may be 3 or 5 times a power of two (a tile of two column blocks, dp only); fixed candidates use TMA where the
+tile), hybrid or hybrid2 (DP waves plus a Stream-K share of one to two tiles per program), hybrid1 (hybrid over the
+leftover tiles only), dp, sk, splitk or splitkS (split-K, S pieces per tile; plain splitk: as many as the programs
+allow); BN may be 3 or 5 times a power of two (a tile of two column blocks, dp only); fixed candidates use TMA where the
 GPU has it. A suite is a file of `M N K` lines
-(harness/suites/NAME.txt, or a path).
+(tools/suites/NAME.txt, or a path).
 
 Every candidate of a shape reads the same random inputs (never zeros), the user's own contiguous tensors (no
 padded copies), and is validated against an fp32 product of them (output poisoned first). cuBLAS is timed before
@@ -42,15 +42,17 @@ import torch
 
 from harness import runlog, sysinfo
 from harness.checks import ConfigError, OneLineParser
-from harness.dtypes import DATATYPES, random_inputs
+from harness.dtypes import random_inputs
 from harness.timing import sample_ms
+from spec import DATATYPES, parse_schedule_label, schedule_label, sm90_or_newer
+from stream_k.configs import current_arch
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
 from stream_k.plan import MAX_SK_ROUNDS
 from stream_k.roofline import device_peaks, gemm_bytes, roofline_us
 from stream_k.tiles import width_parts
 
-SCHEDULE_NAMES = ("auto", "hybrid", "hybrid1", "dp", "sk", "splitk")
+SCHEDULE_NAMES = ("auto", "hybrid", "hybrid1", "hybrid2", "dp", "sk", "splitk")
 DEFAULT = "default"
 SUITES = Path(__file__).resolve().parent / "suites"
 LOOP_MS = 20.0  # device time one back-to-back loop spans
@@ -85,8 +87,8 @@ class GemmCandidate:
 
     def plan_args(self) -> dict[str, Any]:
         """StreamKGemm.create's schedule arguments."""
-        return {"schedule": "hybrid" if self.schedule == "hybrid1" else self.schedule,
-                "two_tiles": self.schedule != "hybrid1", "sk_rounds": self.rounds, "split_k": self.split_k}
+        schedule, two_tiles = parse_schedule_label(self.schedule)
+        return {"schedule": schedule, "two_tiles": two_tiles, "sk_rounds": self.rounds, "split_k": self.split_k}
 
 
 def parse_candidate(text: str) -> GemmCandidate | str:
@@ -150,7 +152,7 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
 
 
 def load_suite(name: str) -> list[tuple[int, int, int]]:
-    """The shapes of suite `name` (harness/suites/NAME.txt) or of the file at path `name`: `M N K` per line."""
+    """The shapes of suite `name` (tools/suites/NAME.txt) or of the file at path `name`: `M N K` per line."""
     path = SUITES / f"{name}.txt"
     if not path.is_file():
         path = Path(name)
@@ -171,10 +173,10 @@ def load_suite(name: str) -> list[tuple[int, int, int]]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = OneLineParser(prog="python -m harness.gemm_sweep",
+    ap = OneLineParser(prog="python -m tools.gemm_sweep",
                        description="The GEMM's candidates per shape beside cuBLAS, on one GPU, with the roofline.")
     ap.add_argument("--shapes", default=None, help="MxNxK list")
-    ap.add_argument("--suite", default=None, help="a suite name (harness/suites/NAME.txt: tp) or a file of 'M N K'")
+    ap.add_argument("--suite", default=None, help="a suite name (tools/suites/NAME.txt: tp) or a file of 'M N K'")
     ap.add_argument("--candidates", default=DEFAULT,
                     help=f"comma list of {DEFAULT} and BMxBNxBK/sS/wW/SCHEDULE[/rR][/xP] "
                     "(SCHEDULE: auto, hybrid, hybrid1, dp, sk) (default: default)")
@@ -372,7 +374,7 @@ def _sweep_shape(args: argparse.Namespace, shape: tuple[int, int, int], gen: tor
             row.update(tflops=flops / row["loop_ms"] / 1e9 if gpu else flops / row["ms"] / 1e9,
                        rel_error=rel, passed=rel <= tol, chosen=f"{cfg.BLK_M}x{cfg.BLK_N}x{cfg.BLK_K}/s{cfg.num_stages}"
                        f"/w{cfg.num_warps}{'/tma' if cfg.tma else ''}", tiles=plan.num_tiles, sk_tiles=plan.sk_tiles,
-                       schedule=plan.schedule + ("" if plan.schedule != "hybrid" else "2" if plan.two_tiles else "1")
+                       schedule=schedule_label(plan.schedule, plan.two_tiles)
                        + (str(plan.split_k) if plan.split_k else ""),
                        registers=usage.get("registers"), spills=usage.get("spills"), error="")
             del gemm, outs, calls
@@ -491,7 +493,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     device = default_device()
     gpu = device.type == "cuda"
     programs = args.num_programs or default_num_programs(device)
-    tma = gpu and torch.cuda.get_device_capability(device)[0] >= 9 if args.tma == "auto" else args.tma == "true"
+    tma = gpu and sm90_or_newer(current_arch()) if args.tma == "auto" else args.tma == "true"
     warmup = args.warmup if args.warmup is not None else (10 if gpu else 1)
     rep = args.rep if args.rep is not None else (40 if gpu else 1)
     gen = torch.Generator(device="cuda" if gpu else "cpu").manual_seed(0)
@@ -525,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)
     except ConfigError as exc:  # one line naming the flag
-        print(f"harness.gemm_sweep: error: {exc}", file=sys.stderr)
+        print(f"tools.gemm_sweep: error: {exc}", file=sys.stderr)
         return 2
     meta = {"device": sysinfo.device_info(), "software": sysinfo.software_versions(), "git": sysinfo.git_info(),
             "argv": sys.argv[1:] if argv is None else argv, "read_tb_s": read_bandwidth_tb_s()}

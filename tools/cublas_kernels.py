@@ -1,7 +1,7 @@
 """Which kernels torch.matmul (cuBLAS / cuBLASLt) runs for each shape of a suite, and for how long: the vendor's
 own choice of tile, cluster and split-K per shape (its kernel names carry them), beside the tile our GEMM chooses.
 
-    python -m harness.cublas_kernels --suite tp --csv out/cublas_kernels.csv
+    python -m tools.cublas_kernels --suite tp --csv out/cublas_kernels.csv
 
 Each shape is run a few times under torch.profiler on one pair of random contiguous inputs; a row per kernel that
 ran in the profiled calls (a split-K reduction shows up as a second kernel), with its mean device time.
@@ -17,11 +17,12 @@ from typing import Any
 import torch
 
 from harness.checks import ConfigError, OneLineParser
-from harness.dtypes import DATATYPES, random_inputs
-from harness.gemm_sweep import load_suite, parse_shapes
+from harness.dtypes import random_inputs
+from spec import DATATYPES
 from stream_k.configs import current_arch
 from stream_k.gemm import default_num_programs
 from stream_k.select import choose_gemm
+from tools.gemm_sweep import load_suite, parse_shapes
 
 CALLS = 5
 
@@ -51,9 +52,9 @@ def kernels_of(m: int, n: int, k: int, dtype: str, gen: torch.Generator) -> list
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python -m harness.cublas_kernels",
+    ap = OneLineParser(prog="python -m tools.cublas_kernels",
                        description="The kernels torch.matmul runs per shape (names and device time), on one GPU.")
-    ap.add_argument("--suite", default=None, help="a suite name (harness/suites/NAME.txt) or a file of 'M N K'")
+    ap.add_argument("--suite", default=None, help="a suite name (tools/suites/NAME.txt) or a file of 'M N K'")
     ap.add_argument("--shapes", default=None, help="MxNxK[,MxNxK...] instead of a suite")
     ap.add_argument("--datatype", default="bf16", choices=[d for d in DATATYPES if d in ("bf16", "fp16")])
     ap.add_argument("--csv", default=None, help="write the rows here")

@@ -2,9 +2,9 @@
 
 Usage (one rank per GPU; ranks 0 and 1 take part, any others only meet at the barriers):
 
-    mpirun -np 2 python -m harness.microbench                                  # 1 MB ... 1 GB, powers of 4
-    mpirun -np 2 python -m harness.microbench --sizes 1MB,64MB,1GB --programs 32 --output_file mb.json
-    TRITON_INTERPRET=1 mpirun -np 2 python -m harness.microbench --sizes 4KB,16KB   # CPU smoke test
+    mpirun -np 2 python -m tools.microbench                                  # 1 MB ... 1 GB, powers of 4
+    mpirun -np 2 python -m tools.microbench --sizes 1MB,64MB,1GB --programs 32 --output_file mb.json
+    TRITON_INTERPRET=1 mpirun -np 2 python -m tools.microbench --sizes 4KB,16KB   # CPU smoke test
 
 What it measures, each after `--warmup` untimed iterations, as the median of `--iters`, with every
 rank drained and met at a barrier before each iteration. GPU times come from CUDA events around
@@ -50,7 +50,6 @@ import argparse
 import ctypes
 import datetime as _dt
 import json
-import os
 import re
 import sys
 import time
@@ -64,9 +63,10 @@ import triton.language as tl
 import iris_ops
 from harness import sysinfo
 from harness.runlog import summarize_ms
+from iris_ops.env import interpreted, on_gpu
 
 SCHEMA = "streamk-pgas/microbench/1"
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+INTERPRET = interpreted()
 ELEM = torch.int32
 ELEM_BYTES = 4
 TARGET_FRACTION = 0.90
@@ -214,7 +214,7 @@ class Bench:
         self.rank = self.sh.get_rank()
         self.world = self.sh.get_num_ranks()
         if self.world < 2:
-            raise SystemExit("harness.microbench needs at least 2 ranks: mpirun -np 2 python -m harness.microbench")
+            raise SystemExit("tools.microbench needs at least 2 ranks: mpirun -np 2 python -m tools.microbench")
         self.peer = args.peer
         if not 1 <= self.peer < self.world:
             raise SystemExit(f"--peer must be a rank in 1..{self.world - 1}")
@@ -408,7 +408,7 @@ class Bench:
     def report(self) -> None:
         if self.rank != 0:
             return
-        print(f"harness.microbench: {self.world} ranks, rank 0 <-> rank {self.peer}, device {self.device}, "
+        print(f"tools.microbench: {self.world} ranks, rank 0 <-> rank {self.peer}, device {self.device}, "
               f"up to {self.programs} programs x {self.block} int32, {self.args.num_warps} warps, "
               f"{'hoisted translate' if self.args.hoist_translate else 'iris_ops.load/store per block'}; "
               f"median of {self.args.iters} after {self.args.warmup} warm-up")
@@ -469,7 +469,7 @@ class Bench:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m harness.microbench",
+    p = argparse.ArgumentParser(prog="python -m tools.microbench",
                                 description="Remote read/write bandwidth and flag round trip on the symmetric heap.")
     p.add_argument("--sizes", default=None,
                    help="comma-separated transfer sizes, e.g. 1MB,4MB,1GB (default: 1MB..1GB in powers of 4 on a GPU, "
@@ -489,7 +489,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--skip_roundtrip", action="store_true")
     p.add_argument("--output_file", type=Path, default=None, help="write the JSON record here (rank 0)")
     args = p.parse_args(argv)
-    gpu = not INTERPRET and torch.cuda.is_available()
+    gpu = on_gpu()
     default_sizes = [1 << (20 + 2 * k) for k in range(6)] if gpu else [4 << 10, 16 << 10]
     args.sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()] if args.sizes else default_sizes
     args.iters = args.iters or (20 if gpu else 3)

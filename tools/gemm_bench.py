@@ -1,8 +1,8 @@
 """Single-GPU benchmark: Stream-K TFLOP/s beside cuBLAS (torch.matmul), same inputs, same run.
 
-    python -m harness.gemm_bench                                   # defaults below, all SMs, bf16
-    python -m harness.gemm_bench --shapes 8192x8192x8192 --datatype fp16 --num_programs 120
-    TRITON_INTERPRET=1 python -m harness.gemm_bench                # tiny shapes on the CPU interpreter
+    python -m tools.gemm_bench                                   # defaults below, all SMs, bf16
+    python -m tools.gemm_bench --shapes 8192x8192x8192 --datatype fp16 --num_programs 120
+    TRITON_INTERPRET=1 python -m tools.gemm_bench                # tiny shapes on the CPU interpreter
 
 Default shapes: 8192x8192x8192 and 4864x4096x8256 with --schedule (default auto, StreamKGemm's: dp or the
 one-tile hybrid by the shape; the table shows which, e.g. auto:dp), plus a shape whose tile count is
@@ -16,7 +16,6 @@ Every run is checked against torch.matmul and written as one JSON record (harnes
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -26,26 +25,28 @@ import torch
 
 import spec
 from harness import runlog
-from harness.dtypes import DATATYPES, random_inputs
+from harness.dtypes import random_inputs
 from harness.timing import sample_ms
+from iris_ops.env import interpreted
+from spec import DATATYPES
 from stream_k.configs import default_config
 from stream_k.gemm import StreamKGemm, default_device, default_num_programs
 from stream_k.layout import padded_copy
 from stream_k.plan import AUTO_SCHEDULE, SCHEDULE_CHOICES
 
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+INTERPRET = interpreted()
 GPU_SHAPES = "8192x8192x8192,4864x4096x8256"
 CPU_SHAPES = "64x64x64,72x40x56"
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit code 2
-        sys.stderr.write(f"harness.gemm_bench: error: {message}\n")
+        sys.stderr.write(f"tools.gemm_bench: error: {message}\n")
         sys.exit(2)
 
 
 def _fail(flag: str, message: str) -> None:
-    sys.stderr.write(f"harness.gemm_bench: error: {flag} {message}\n")
+    sys.stderr.write(f"tools.gemm_bench: error: {flag} {message}\n")
     sys.exit(2)
 
 
