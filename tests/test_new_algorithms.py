@@ -81,6 +81,24 @@ def test_all_gather_gemm_in_chunks_of_columns(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_rotating_inputs_c_read_between_steps_and_graph_replays() -> None:
+    """Both algorithms in every mode at 4 ranks: steps on three user input pairs in rotation with a row of C read
+    after each, every row right; on GPUs 200 steps, then 200 replays of a captured step (inputs copied into the
+    captured tensors between replays). The interpreter: 3 steps, no graphs."""
+    skip_unless_ranks(4)
+    steps = 200 if on_gpu() else 3
+    runs = [["--rotate"], ["--graph"]] if on_gpu() else [["--rotate"]]
+    for extra in runs:
+        out = run_mpi(4, str(MPI_DIR / "op_back_to_back.py"), "--steps", str(steps), "--algorithms", ",".join(NEW),
+                      *extra, timeout=900).stdout
+        assert "OP_B2B_FAIL" not in out, out
+        what = "graph_replays" if extra == ["--graph"] else "rotating"
+        ok = re.findall(rf"OP_B2B_OK (\w+) (\w+) ranks 4 steps {steps} err (\S+) {what}", out)
+        assert {(a, m) for a, m, _ in ok} == {(a, m) for a in NEW for m in MODES}, out
+        assert all(float(e) <= 1e-4 for *_, e in ok), out
+
+
+@pytest.mark.slow
 def test_benchmark_validates_and_logs(tmp_path: Path) -> None:
     """benchmark.py --validate on 2 ranks for both: validation passed, the log has the shard's sizes and comm_sms."""
     out = tmp_path / "run.json"

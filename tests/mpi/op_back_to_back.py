@@ -162,7 +162,7 @@ def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change
     """Build one op, run the steps, check; returns the OK line or raises AssertionError naming what failed."""
     m, n, k = args.m, args.n, args.k
     op = OverlapOp.create(shmem, alg, m, n, k, "fp32", mode, **cpu_options(mode))
-    seed = 1000 + 17 * ALGORITHMS.index(alg) + MODES.index(mode)
+    seed = 1000 + 17 * tuple(spec.ALGORITHMS).index(alg) + MODES.index(mode)
     a, b = global_inputs(m, n, k, seed, op.device)
     load_inputs(op, a, b)
     # --user_tensors: contiguous copies of the shards passed to every other call (staged into padded buffers
@@ -225,7 +225,7 @@ def main() -> int:
     algorithms = [x for x in args.algorithms.split(",") if x]
     modes = [x for x in args.modes.split(",") if x]
     for x in algorithms:
-        if x not in ALGORITHMS:
+        if x not in spec.ALGORITHMS:
             p.error(f"--algorithms: unknown algorithm {x!r}")
     for x in modes:
         if x not in MODES:
