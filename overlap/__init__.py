@@ -15,8 +15,8 @@ from iris_ops.env import use_interpreter_without_gpu
 
 use_interpreter_without_gpu()  # no GPU: the kernels run in Triton's interpreter (chosen before triton is imported)
 
-from overlap.config import InvalidConfig, OverlapConfig  # noqa: E402
+from overlap.config import InvalidConfig, OverlapConfig, SlowModeWarning  # noqa: E402
 from overlap.op import OverlapOp  # noqa: E402
 from overlap.resolution import heap_bytes, resolve_config  # noqa: E402
 
-__all__ = ["InvalidConfig", "OverlapConfig", "OverlapOp", "heap_bytes", "resolve_config"]
+__all__ = ["InvalidConfig", "OverlapConfig", "OverlapOp", "SlowModeWarning", "heap_bytes", "resolve_config"]

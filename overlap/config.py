@@ -15,6 +15,11 @@ from stream_k.configs import KernelConfig
 from stream_k.plan import MAX_SK_ROUNDS
 
 
+class SlowModeWarning(UserWarning):
+    """A mode asked for that the planner predicts far behind the best mode for the problem (the message says how
+    far and why)."""
+
+
 class InvalidConfig(ValueError):
     """A bad configuration value: `field` names it (an OverlapConfig field, "kernel.BLK_M", or a dimension "m")."""
 

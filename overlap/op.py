@@ -34,6 +34,7 @@ lists (kernel, grid, argument values, options) without running anything; calling
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from typing import Any
 
@@ -42,7 +43,7 @@ import torch
 from iris_ops import ErrorState, Iris
 from overlap.algorithms import ALGORITHMS, Algorithm
 from overlap.buffers import OpBuffers
-from overlap.config import OverlapConfig
+from overlap.config import OverlapConfig, SlowModeWarning
 from overlap.modes import MODE_STEPS, ModeSteps
 from overlap.parts import Parts
 from overlap.resolution import heap_bytes, resolve_config
@@ -71,6 +72,8 @@ class OverlapOp:
         self.runnable = self.target == here  # built for this process's device (else: listed, not run)
         self.cfg = resolve_config(cfg, self.target, self.world)
         cfg = self.cfg
+        if (cfg.plan_info or {}).get("slow_mode") and self.runnable and self.rank == 0:  # predicted far behind
+            warnings.warn(cfg.plan_info["slow_mode"], SlowModeWarning, stacklevel=2)
         assert cfg.kernel is not None and cfg.total_sms is not None and cfg.gemm_sms is not None
         self.algorithm: Algorithm = ALGORITHMS[cfg.algorithm]
         self.mode: ModeSteps = MODE_STEPS[cfg.mode]

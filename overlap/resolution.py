@@ -25,6 +25,10 @@ from overlap.planner import Problem, TuningCache, plan
 from overlap.target import device_target
 from spec import AUTO, Target
 
+# A mode asked for whose predicted step is more than this many times the best mode's gets a note saying so and why
+# (plan_info["slow_mode"]: benchmark.py prints it, OverlapOp warns).
+SLOW_MODE = 1.5
+
 
 def resolve_config(cfg: OverlapConfig, target: Target | Any, world_size: int = 1,
                    cache: TuningCache | None = None) -> OverlapConfig:
@@ -42,8 +46,19 @@ def resolve_config(cfg: OverlapConfig, target: Target | Any, world_size: int = 1
     problem = Problem(cfg.algorithm, cfg.m, cfg.n, cfg.k, cfg.datatype, world_size)
     check_split(cfg, world_size)
     check_given(cfg)
-    chosen = plan(problem, target, fixed, cache if cache is not None else TuningCache())
-    out = dataclasses.replace(cfg, **chosen.choice.fields(), plan_info=chosen.as_dict())
+    cache = cache if cache is not None else TuningCache()
+    chosen = plan(problem, target, fixed, cache)
+    info = chosen.as_dict()
+    if cfg.mode != AUTO and world_size > 1 and chosen.choice.predicted_ms:
+        try:  # the best mode with the same fields fixed (none, where some mode refuses one of them)
+            best = plan(problem, target, {**fixed, "mode": AUTO}, cache).choice
+        except InvalidConfig:
+            best = chosen.choice
+        if best.predicted_ms and chosen.choice.predicted_ms > SLOW_MODE * best.predicted_ms:
+            info["slow_mode"] = (f"--mode {cfg.mode}: the planner predicts {chosen.choice.predicted_ms:.3f} ms a step "
+                                 f"here, {chosen.choice.predicted_ms / best.predicted_ms:.1f}x its best mode "
+                                 f"({best.mode}, {best.predicted_ms:.3f} ms): {MODE_STEPS[cfg.mode].slow_because}")
+    out = dataclasses.replace(cfg, **chosen.choice.fields(), plan_info=info)
     check_resolved(out, world_size, target)
     return out
 

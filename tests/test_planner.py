@@ -275,3 +275,21 @@ def test_asked_for_the_family_the_planner_chooses_its_algorithm() -> None:
         resolve_config(OverlapConfig("reduce", 64, 64, 64, "bf16", "copy_engine"), h100, 2)
     with pytest.raises(InvalidConfig, match="or a family"):
         resolve_config(OverlapConfig("ag_gemm", 64, 64, 64), h100, 2)
+
+
+def test_a_mode_asked_for_far_behind_the_best_gets_a_note() -> None:
+    """A mode the model predicts more than SLOW_MODE times the best mode's step gets plan_info["slow_mode"], saying
+    by how much, which mode is best and why this one is slow (OverlapOp warns with it on rank 0); the planner's pick and
+    a mode near it get none."""
+    from overlap.resolution import SLOW_MODE
+
+    problem = ("gemm_reduce_scatter", 8192, 8192, 8192, "bf16")
+    slow = resolve_config(OverlapConfig(*problem, "bulk_sync"), H200, 4)
+    note = slow.plan_info["slow_mode"]
+    assert note.startswith("--mode bulk_sync: the planner predicts "), note
+    ratio = float(note.split("ms a step here, ")[1].split("x its best mode")[0])
+    assert ratio > SLOW_MODE and "nothing overlaps" in note, note
+    auto = resolve_config(OverlapConfig(*problem), H200, 4)
+    assert "slow_mode" not in auto.plan_info
+    assert "slow_mode" not in resolve_config(OverlapConfig(*problem, auto.mode), H200, 4).plan_info
+    assert "slow_mode" not in resolve_config(OverlapConfig(*problem, "bulk_sync"), H200, 1).plan_info  # no peers

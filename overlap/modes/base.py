@@ -26,6 +26,8 @@ class ModeSteps:
     # GEMM (stream_k's kernel, the epoch counted on the device) on all of the mode's programs, A and B read where
     # they are, C written by the GEMM's epilogue; no zeroing, flags, waits or copies.
     world_one = "the GEMM kernel alone, on every program"
+    # what makes this mode slow where the planner predicts it far behind the best (overlap.resolution: SLOW_MODE)
+    slow_because = ""
 
     @property
     def spec(self) -> spec.Mode:

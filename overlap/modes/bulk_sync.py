@@ -18,6 +18,7 @@ from overlap.step import StepLaunches
 
 class BulkSync(ModeSteps):
     name = "bulk_sync"
+    slow_because = "the communication starts after the whole GEMM (or the GEMM after the whole push), nothing overlaps"
 
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T = parts.cfg.total_sms

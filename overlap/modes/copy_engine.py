@@ -22,6 +22,7 @@ from overlap.step import StepLaunches
 
 class CopyEngine(ModeSteps):
     name = "copy_engine"
+    slow_because = "every step pays the copy engines' fixed cost (tens of stream operations, the add after the copies)"
     second_stream = True
     copies = True
 

@@ -26,6 +26,7 @@ def joins(parts: Parts) -> bool:
 
 class Fused(ModeSteps):
     name = "fused"
+    slow_because = "the SMs given to the communication slow the GEMM, or the communication cannot keep up on them"
 
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, G = parts.cfg.total_sms, parts.cfg.gemm_sms

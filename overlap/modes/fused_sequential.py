@@ -23,6 +23,7 @@ from overlap.step import StepLaunches
 
 class FusedSequential(ModeSteps):
     name = "fused_sequential"
+    slow_because = "the GEMM's programs move the data before or after their own GEMM work, so little of it overlaps"
     pushes = True
 
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:

@@ -20,6 +20,7 @@ from overlap.step import StepLaunches
 
 class TwoStreams(ModeSteps):
     name = "two_streams"
+    slow_because = "the SMs given to the communication slow the GEMM, or the communication cannot keep up on them"
     second_stream = True
 
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
