@@ -4,19 +4,24 @@ need, and None for the others.
     Step / StepFlags      the step protocol (overlap.kernels): the control block, program counts; what this kernel's
                           programs do at the step's start and end
     Move / MoveFlags      what a communication program moves: the GEMM's tiles (SRC, READY) into DST
-    Gather / GatherFlags  all_gather_gemm: this rank's rows of A pushed into every rank's gathered A
+    Gather                all_gather_gemm: this rank's rows of A pushed into every rank's gathered A (its buffers
+                          and sizes, then its compile-time fields: one group, present or None as a whole)
 
-The *Flags groups are compile-time constants: `constexprs(...)` wraps their values in tl.constexpr, as Triton
-wants constexpr elements of a tuple argument passed. Inside a kernel they are read by field, never unpacked
-(`CTM: tl.constexpr = MOVE_FLAGS.CTM`): Triton 3.6 loses constexpr-ness in a tuple unpacking. A group holds no
-None (Triton 3.6 cannot type a None inside a tuple); a group a kernel does not need is passed as None.
+Beside them every kernel takes the device context CTX (iris_ops.context.DeviceContext), and the overlap kernel the
+GEMM's groups (stream_k.kernel_args). The *Flags groups (and Gather's last fields) are compile-time constants:
+`constexprs(...)` (stream_k.kernel_args) wraps their values in tl.constexpr, as Triton wants constexpr elements of a
+tuple argument passed. Inside a kernel they are read by field, never unpacked (`CTM: tl.constexpr = MOVE_FLAGS.CTM`):
+Triton 3.6 loses constexpr-ness in a tuple unpacking. A @triton.jit function (the algorithm's TILE_FN) is never a
+field: Triton's cache key holds the source of a top-level constexpr function, only the name of one inside a tuple.
+A group holds no None (Triton 3.6 cannot type a None inside a tuple); a group a kernel does not need is passed as
+None.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
-import triton.language as tl
+from stream_k.kernel_args import constexprs
 
 
 class Step(NamedTuple):
@@ -71,9 +76,7 @@ class Gather(NamedTuple):
     a_rows: int  # rows per rank (M / W)
     K: int
     chunk_cols: int  # columns of one arrival chunk (overlap.algorithms.all_gather_gemm.a_chunk_cols)
-
-
-class GatherFlags(NamedTuple):
+    # compile-time (tl.constexpr)
     RM: Any  # rows and columns of one pushed block (16 K elements: enough loads in flight per program)
     KB: Any
     IN_COMM: Any  # communication programs push A's rows
@@ -81,9 +84,4 @@ class GatherFlags(NamedTuple):
     GEMM_WAITS: Any  # GEMM programs wait for the rows of a tile's row block before reading them
 
 
-T = TypeVar("T", StepFlags, MoveFlags, GatherFlags)
-
-
-def constexprs(group: type[T], **values: Any) -> T:
-    """A flags group with every value wrapped in tl.constexpr."""
-    return group(**{k: tl.constexpr(v) for k, v in values.items()})
+__all__ = ["Gather", "Move", "MoveFlags", "Step", "StepFlags", "constexprs"]

@@ -1,12 +1,14 @@
 """The kernels that put GEMM and communication programs together, and the step protocol they share.
 
-world_size is a compile-time constant here, so loops over ranks unroll and a communication
-program has all of its ranks' loads in flight at once.
+Every kernel here takes the device context CTX (iris_ops.context.DeviceContext: heap bases, rank, world size,
+the step's collective error words, clock and timer kind, spin budget), its world_size a compile-time constant, so
+loops over ranks unroll and a communication program has all of its ranks' loads in flight at once.
 
 `overlap_kernel` is the one kernel every mode launches for the GEMM when there are peers: programs
 0..gemm_programs-1 run `stream_k.kernel.streamk_program`; the other programs communicate
 (workgroup specialisation by program id): `overlap.communication.comm_loop.comm_program` moves the
-GEMM's tiles (MOVE), or `overlap.algorithms.all_gather_gemm.gather_program` pushes A's rows (GATHER).
+GEMM's tiles (MOVE, with the algorithm's TILE_FN), or `overlap.algorithms.all_gather_gemm.gather_program` pushes
+A's rows (GATHER).
 With no communication programs it is the plain GEMM in the step protocol (bulk_sync, two_streams).
 With COMM_AFTER_GEMM the GEMM programs join the communication once their own GEMM work is done,
 claiming tiles from the same counter as the communication programs, so the last wave's tiles are
@@ -50,10 +52,12 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.device import ERR_PEER_READY, count_release, notify_ranks, record_error_all, wait_local_or_error
+from iris_ops.context import wait_or_record
+from iris_ops.device import ERR_PEER_READY, count_release, notify_ranks
 from overlap.algorithms.all_gather_gemm import gather_program
 from overlap.communication.comm_loop import comm_program
 from stream_k.kernel import streamk_program
+from stream_k.kernel_args import AWait
 
 EPOCH = 0
 CLAIM = 1
@@ -80,76 +84,66 @@ def _step_epoch(CTRL):
 
 
 @triton.jit
-def _announce(CTRL, e, heap_bases, cur_rank, world_size: tl.constexpr):
+def _announce(CTRL, e, CTX):
     """ARRIVED[cur_rank] = e on every rank (release, system scope): peers may write into this rank's C."""
-    notify_ranks(CTRL + _PEERS + cur_rank, e, cur_rank, heap_bases, world_size, 0)
+    notify_ranks(CTRL + _PEERS + CTX.cur_rank, e, CTX.cur_rank, CTX.heap_bases, CTX.world_size, 0)
 
 
 @triton.jit
-def _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr):
+def _wait_arrived(CTRL, e, CTX):
     """Wait until every rank (this one included) has arrived at step e."""
-    for p in range(0, world_size):
-        if not wait_local_or_error(CTRL + _PEERS + p, e, max_spins, ERRORS, "sys"):
-            record_error_all(ERRORS, _ERR_PEER.value, p, cur_rank, heap_bases, world_size)  # the "tile": the peer
+    for p in range(0, CTX.world_size):
+        wait_or_record(CTX, CTRL + _PEERS + p, e, _ERR_PEER.value, p, "sys")  # the "tile": the peer
 
 
 @triton.jit
-def _start_comm(c, STEP, STEP_FLAGS, MOVE, e, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr):
+def _start_comm(c, STEP, STEP_FLAGS, e, CTX):
     """What communication program c does before its first tile: announce arrival (program 0), then wait for every
     rank's arrival."""
     if STEP_FLAGS.ANNOUNCE:
         if c == 0:
-            _announce(STEP.CTRL, e, heap_bases, cur_rank, world_size)
+            _announce(STEP.CTRL, e, CTX)
     if STEP_FLAGS.WAITS_ARRIVED:
-        _wait_arrived(STEP.CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
+        _wait_arrived(STEP.CTRL, e, CTX)
 
 
 @triton.jit
-def _finish(CTRL, e, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr,
-            PEER_SYNC: tl.constexpr, SYS: tl.constexpr):
+def _finish(CTRL, e, step_programs, CTX, PEER_SYNC: tl.constexpr, SYS: tl.constexpr):
     """Count this program finished; the step's last program closes the step (see the module docstring)."""
     tl.debug_barrier()
     n = count_release(CTRL + _FINISHED, SYS)  # SYS: its writes to peers are covered by the DONE release below
     if n == step_programs - 1:
         if PEER_SYNC:
-            notify_ranks(CTRL + _PEERS + world_size + cur_rank, e, cur_rank, heap_bases, world_size, 1)
-            for i in range(1, world_size):
-                p = (cur_rank + i) % world_size
-                if not wait_local_or_error(CTRL + _PEERS + world_size + p, e, max_spins, ERRORS, "sys"):
-                    record_error_all(ERRORS, _ERR_PEER.value, p, cur_rank, heap_bases, world_size)
+            notify_ranks(CTRL + _PEERS + CTX.world_size + CTX.cur_rank, e, CTX.cur_rank, CTX.heap_bases,
+                         CTX.world_size, 1)
+            for i in range(1, CTX.world_size):
+                p = (CTX.cur_rank + i) % CTX.world_size
+                wait_or_record(CTX, CTRL + _PEERS + CTX.world_size + p, e, _ERR_PEER.value, p, "sys")
         tl.store(CTRL + _CLAIM, 0)
         tl.store(CTRL + _FINISHED, 0)
         tl.atomic_xchg(CTRL + _EPOCH, e, sem="release", scope="gpu")
 
 
 @triton.jit
-def _communicate(c, programs, trace_pid, STEP, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, GATHER, GATHER_FLAGS, e,
-                 max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size: tl.constexpr,
-                 BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
+def _communicate(c, programs, trace_pid, STEP, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, GATHER, e, COMM_TRACE, CTX,
+                 BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr):
     """Communication program c of `programs`: push its pieces of A's rows (GATHER), or move tiles (MOVE)."""
     if GATHER is not None:
-        gather_program(c, programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_rank, world_size, BLK_M)
+        gather_program(c, programs, GATHER, e, CTX, BLK_M)
     else:
-        comm_program(c, programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, STEP.CTRL + _CLAIM, max_spins, ERRORS,
-                     COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
+        comm_program(c, programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e, STEP.CTRL + _CLAIM, COMM_TRACE, CTX, BLK_M,
+                     BLK_N, GSIZE_M)
 
 
-@triton.jit(do_not_specialize=["sk_tiles", "max_spins"])
+@triton.jit(do_not_specialize=["sk_tiles"])
 def overlap_kernel(
-    # the GEMM: stream_k.kernel.streamk_program's arguments, by the same names (StreamKGemm.launch_args)
-    A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    sk_tiles, max_spins,
-    heap_bases, cur_rank, world_size: tl.constexpr,
-    BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
-    EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr, SK_FIRST: tl.constexpr,
-    SK_ROUNDS: tl.constexpr, P_DESC,
-    REDUCE_LOADS: tl.constexpr, FIXUP_BY_HALF: tl.constexpr,
+    # the GEMM: stream_k.kernel.streamk_program's arguments, by the same names (StreamKGemm.launch_args; CTX with
+    # world_size a compile-time constant and the step's collective error words)
+    A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SIZES, sk_tiles, CTX, TILING, SCHEDULE, EPILOGUE: tl.constexpr, P_DESC,
     # the step and the communication (overlap.kernel_args; None where unused)
-    STEP, STEP_FLAGS, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, COMM_TRACE, GATHER, GATHER_FLAGS,
+    STEP, STEP_FLAGS, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, COMM_TRACE, GATHER,
 ):
+    BLK_M: tl.constexpr = TILING.BLK_M
     pid = tl.program_id(0)
     CTRL = STEP.CTRL
     e = _step_epoch(CTRL)
@@ -161,75 +155,57 @@ def overlap_kernel(
     if GATHER is not None:
         gpid = pid - comm_programs
     if (gpid >= 0) & (gpid < gemm_programs):
-        a_ready = None
-        a_rows = 1
-        a_chunk = 1
+        a_wait = None
         if GATHER is not None:
-            if GATHER_FLAGS.GEMM_WAITS:
-                a_ready = GATHER.A_READY
-                a_rows = GATHER.a_rows
-                a_chunk = GATHER.chunk_cols // BLK_K
+            if GATHER.GEMM_WAITS:
+                a_wait = AWait(GATHER.A_READY, GATHER.a_rows, GATHER.chunk_cols // TILING.BLK_K)
         if not STEP_FLAGS.COMM:  # no communication program to announce this rank's arrival: the first GEMM program
             if STEP_FLAGS.ANNOUNCE:
                 if gpid == 0:
-                    _announce(CTRL, e, heap_bases, cur_rank, world_size)
+                    _announce(CTRL, e, CTX)
         if STEP_FLAGS.GEMM_WAITS_ARRIVED:  # fused_sequential: the epilogue (or the gather) writes every rank's buffers
-            _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
+            _wait_arrived(CTRL, e, CTX)
         if GATHER is not None:
-            if GATHER_FLAGS.IN_GEMM:  # fused_sequential all_gather_gemm: push this program's share of A, then compute
-                gather_program(gpid, gemm_programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_rank, world_size, BLK_M)
-        streamk_program(
-            gpid, gemm_programs,
-            A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
-            M, N, K,
-            stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-            sk_tiles,
-            e, max_spins,
-            heap_bases, cur_rank, world_size,
-            BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-            SK_ROUNDS, P_DESC, a_ready, a_rows, a_chunk, REDUCE_LOADS, FIXUP_BY_HALF,
-        )
+            if GATHER.IN_GEMM:  # fused_sequential all_gather_gemm: push this program's share of A, then compute
+                gather_program(gpid, gemm_programs, GATHER, e, CTX, BLK_M)
+        streamk_program(gpid, gemm_programs, A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SIZES, sk_tiles, e, CTX, TILING,
+                        SCHEDULE, EPILOGUE, P_DESC, a_wait)
         if STEP_FLAGS.COMM_AFTER_GEMM:  # join the communication (claiming tiles) once this program's GEMM work is done
             if STEP_FLAGS.WAITS_ARRIVED:
-                _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
-            comm_program(pid, gemm_programs, pid, MOVE, MOVE_FLAGS, TILE_FN, e, CTRL + _CLAIM, max_spins, ERRORS,
-                         COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
-        _finish(CTRL, e, STEP.step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, STEP_FLAGS.PEER_SYNC,
-                STEP_FLAGS.GEMM_SYS)
+                _wait_arrived(CTRL, e, CTX)
+            comm_program(pid, gemm_programs, pid, MOVE, MOVE_FLAGS, TILE_FN, e, CTRL + _CLAIM, COMM_TRACE, CTX, BLK_M,
+                         TILING.BLK_N, TILING.GSIZE_M)
+        _finish(CTRL, e, STEP.step_programs, CTX, STEP_FLAGS.PEER_SYNC, STEP_FLAGS.GEMM_SYS)
     elif STEP_FLAGS.COMM:
         c = pid - gemm_programs
         if GATHER is not None:
             c = pid
-        _start_comm(c, STEP, STEP_FLAGS, MOVE, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
-        _communicate(c, comm_programs, pid, STEP, MOVE, MOVE_FLAGS, TILE_FN, GATHER, GATHER_FLAGS, e, max_spins,
-                     ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
-        _finish(CTRL, e, STEP.step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, STEP_FLAGS.PEER_SYNC,
-                True)
-
-
-@triton.jit(do_not_specialize=["max_spins"])
-def comm_kernel(heap_bases, cur_rank, world_size: tl.constexpr, ERRORS, CLOCK, max_spins, TIMER: tl.constexpr,
-                BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr,
-                STEP, STEP_FLAGS, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, COMM_TRACE, GATHER, GATHER_FLAGS):
-    """Communication alone, on every program of its grid: tiles of the GEMM's output (MOVE) or A's rows (GATHER)."""
-    pid = tl.program_id(0)
-    e = _step_epoch(STEP.CTRL)
-    _start_comm(pid, STEP, STEP_FLAGS, MOVE, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
-    _communicate(pid, tl.num_programs(0), pid, STEP, MOVE, MOVE_FLAGS, TILE_FN, GATHER, GATHER_FLAGS, e, max_spins,
-                 ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N, GSIZE_M, TIMER)
-    _finish(STEP.CTRL, e, STEP.step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size,
-            STEP_FLAGS.PEER_SYNC, True)
+        _start_comm(c, STEP, STEP_FLAGS, e, CTX)
+        _communicate(c, comm_programs, pid, STEP, MOVE, MOVE_FLAGS, TILE_FN, GATHER, e, COMM_TRACE, CTX, BLK_M,
+                     TILING.BLK_N, TILING.GSIZE_M)
+        _finish(CTRL, e, STEP.step_programs, CTX, STEP_FLAGS.PEER_SYNC, True)
 
 
 @triton.jit
-def announce_kernel(CTRL, heap_bases, cur_rank, world_size: tl.constexpr):
+def comm_kernel(CTX, BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr, STEP, STEP_FLAGS, MOVE,
+                MOVE_FLAGS, TILE_FN: tl.constexpr, COMM_TRACE, GATHER):
+    """Communication alone, on every program of its grid: tiles of the GEMM's output (MOVE) or A's rows (GATHER)."""
+    pid = tl.program_id(0)
+    e = _step_epoch(STEP.CTRL)
+    _start_comm(pid, STEP, STEP_FLAGS, e, CTX)
+    _communicate(pid, tl.num_programs(0), pid, STEP, MOVE, MOVE_FLAGS, TILE_FN, GATHER, e, COMM_TRACE, CTX, BLK_M,
+                 BLK_N, GSIZE_M)
+    _finish(STEP.CTRL, e, STEP.step_programs, CTX, STEP_FLAGS.PEER_SYNC, True)
+
+
+@triton.jit
+def announce_kernel(CTRL, CTX):
     """Tell every rank that this rank has arrived at the coming step."""
-    _announce(CTRL, _step_epoch(CTRL), heap_bases, cur_rank, world_size)
+    _announce(CTRL, _step_epoch(CTRL), CTX)
 
 
-@triton.jit(do_not_specialize=["max_spins", "n_fill"])
-def ce_start_kernel(CTRL, FILL, n_fill, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr,
-                    FILL_BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["n_fill"])
+def ce_start_kernel(CTRL, FILL, n_fill, CTX, FILL_BLOCK: tl.constexpr):
     """The copy-engine mode's step start (one program, before the step's GEMM and copies): FILL[:n_fill] = e
     (the words the copy engine copies into the peers' ready flags), announce arrival, wait for every rank's."""
     e = _step_epoch(CTRL)
@@ -238,12 +214,12 @@ def ce_start_kernel(CTRL, FILL, n_fill, max_spins, ERRORS, heap_bases, cur_rank,
         for start in range(0, n_fill, FILL_BLOCK):
             tl.store(FILL + start + offs, tl.full((FILL_BLOCK,), 0, tl.int32) + e, mask=start + offs < n_fill)
         tl.debug_barrier()
-    _announce(CTRL, e, heap_bases, cur_rank, world_size)
-    _wait_arrived(CTRL, e, max_spins, ERRORS, heap_bases, cur_rank, world_size)
+    _announce(CTRL, e, CTX)
+    _wait_arrived(CTRL, e, CTX)
 
 
-@triton.jit(do_not_specialize=["max_spins", "step_programs"])
-def ce_finish_kernel(CTRL, step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size: tl.constexpr):
+@triton.jit(do_not_specialize=["step_programs"])
+def ce_finish_kernel(CTRL, step_programs, CTX):
     """The copy-engine mode's step end, queued after the step's copies: counts as one program of the step
     (the GEMM's are the others); the last to finish closes the step (peer barrier, epoch)."""
-    _finish(CTRL, _step_epoch(CTRL), step_programs, max_spins, ERRORS, heap_bases, cur_rank, world_size, True, True)
+    _finish(CTRL, _step_epoch(CTRL), step_programs, CTX, True, True)

@@ -15,15 +15,17 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import triton.language as tl
 
 import spec
+from iris_ops.context import DeviceContext, device_context
 from overlap.algorithms import Algorithm
 from overlap.algorithms.all_gather_gemm import a_chunk_cols
 from overlap.buffers import OpBuffers
 from overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from overlap.config import OverlapConfig
 from overlap.copy_steps import reduce_rows_post, schedule_ops
-from overlap.kernel_args import Gather, GatherFlags, Move, MoveFlags, Step, StepFlags, constexprs
+from overlap.kernel_args import Gather, Move, MoveFlags, Step, StepFlags, constexprs
 from overlap.kernels import (
     announce_kernel,
     ce_finish_kernel,
@@ -33,6 +35,7 @@ from overlap.kernels import (
 )
 from spec import Target
 from stream_k import StreamKGemm, streamk_gemm_kernel
+from stream_k.kernel_args import unwrapped
 from stream_k.launch import BoundLaunch
 from stream_k.select import GemmChoice, choose_gemm
 
@@ -112,17 +115,14 @@ class Parts:
                            CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles)
         return move, flags
 
-    def _gather(self, a: torch.Tensor, *, in_comm: bool, in_gemm: bool, gemm_waits: bool
-                ) -> tuple[Gather | None, GatherFlags | None]:
+    def _gather(self, a: torch.Tensor, *, in_comm: bool, in_gemm: bool, gemm_waits: bool) -> Gather | None:
         bufs, cfg = self.bufs, self.cfg
         if not self.alg.gathers_a:
-            return None, None
+            return None
         assert bufs.ag is not None and bufs.a_ready is not None and cfg.kernel is not None
-        gather = Gather(a, a.stride(0), a.stride(1), bufs.ag, bufs.ag.stride(0), bufs.ag.stride(1), bufs.a_ready,
-                        max(1, a.shape[0]), cfg.k, a_chunk_cols(cfg.k))
-        flags = constexprs(GatherFlags, RM=min(cfg.kernel.BLK_M, 64), KB=256,
-                           IN_COMM=in_comm, IN_GEMM=in_gemm, GEMM_WAITS=gemm_waits)
-        return gather, flags
+        return Gather(a, a.stride(0), a.stride(1), bufs.ag, bufs.ag.stride(0), bufs.ag.stride(1), bufs.a_ready,
+                      max(1, a.shape[0]), cfg.k, a_chunk_cols(cfg.k), *(tl.constexpr(v) for v in (
+                          min(cfg.kernel.BLK_M, 64), 256, in_comm, in_gemm, gemm_waits)))
 
     def overlap(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, step_programs: int,
                 comm_programs: int = 0, join: bool = False, claim: bool = False, peer_sync: bool = True,
@@ -142,13 +142,14 @@ class Parts:
                                 heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world)
         del args["epoch"]  # the kernel reads the step's epoch from CTRL
         # the overlap kernel's GEMM keeps power-of-two tiles (its communication tiles divide them), no split-K
-        assert args.pop("BLK_N1") == 0 and args.pop("B1") is None, "the op plans power-of-two tile widths"
-        assert args.pop("SPLIT_K") == 0, "the op's kernels do not run split-K"
-        assert args.pop("STRIDE_ALIGN") == 1, "the op reads rows 16-element aligned (or through TMA)"
-        args["ERRORS"] = bufs.errors.words  # the collective error words, for every kernel of the step
+        tiling, schedule = unwrapped(args["TILING"]), unwrapped(args["SCHEDULE"])
+        assert tiling["BLK_N1"] == 0 and args.pop("B1") is None, "the op plans power-of-two tile widths"
+        assert schedule["SPLIT_K"] == 0, "the op's kernels do not run split-K"
+        assert tiling["STRIDE_ALIGN"] == 1, "the op reads rows 16-element aligned (or through TMA)"
+        args["CTX"] = self._context(gemm)  # the collective error words, world_size a compile-time constant
         comm = comm_programs > 0
         move, move_flags = self._move(gemm, comm_programs, claim, True) if (comm or join) else (None, None)
-        gather, gather_flags = self._gather(a, in_comm=comm, in_gemm=gemm_gathers,
+        gather = self._gather(a, in_comm=comm, in_gemm=gemm_gathers,
                                             gemm_waits=alg.gathers_a and wait_a)
         # the GEMM's own epilogue (or its push of A's rows) writes into the peers' buffers
         pushes = seq and (alg.push_epilogue is not None or gemm_gathers)
@@ -161,7 +162,7 @@ class Parts:
             ANNOUNCE=alg.writes_peers and (comm or join or writes_peers_first))
         args.update(STEP=self._step(step_programs, gemm.plan.num_programs, comm_programs), STEP_FLAGS=flags,
                     MOVE=move, MOVE_FLAGS=move_flags, TILE_FN=alg.tile_fn if move is not None else None,
-                    COMM_TRACE=bufs.traces()[1] if traced else None, GATHER=gather, GATHER_FLAGS=gather_flags)
+                    COMM_TRACE=bufs.traces()[1] if traced else None, GATHER=gather)
         return BoundLaunch(overlap_kernel, gemm.plan.num_programs + comm_programs, args, gemm.launch_options())
 
     def comm(self, programs: int, *, claim: bool, step_programs: int, traced: bool = False, wait_ready: bool = True,
@@ -172,39 +173,39 @@ class Parts:
         alg, bufs = self.alg, self.bufs
         g = self.gemm(self.main_programs)
         move, move_flags = self._move(g, programs, claim, wait_ready)
-        gather, gather_flags = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False,
+        gather = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False,
                                             gemm_waits=False)
         handshake = alg.writes_peers or not wait_ready
         flags = constexprs(StepFlags, COMM=True, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False,
                            GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=handshake,
                            ANNOUNCE=handshake)
-        args = {"heap_bases": self.heap_bases, "cur_rank": self.rank, "world_size": self.world,
-                "ERRORS": bufs.errors.words, "CLOCK": g.clock, "max_spins": g.max_spins, "TIMER": g.timer_kind,
-                "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m,
+        args = {"CTX": self._context(g), "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m,
                 "STEP": self._step(step_programs, 0, programs), "STEP_FLAGS": flags, "MOVE": move,
                 "MOVE_FLAGS": move_flags, "TILE_FN": alg.tile_fn if move is not None else None,
-                "COMM_TRACE": bufs.traces()[1] if traced else None, "GATHER": gather, "GATHER_FLAGS": gather_flags}
+                "COMM_TRACE": bufs.traces()[1] if traced else None, "GATHER": gather}
         return BoundLaunch(comm_kernel, programs, args, {"num_warps": max(1, self.cfg.comm_threads // 32)})
 
     # ---- the protocol's small kernels ---------------------------------------------------------------------
+    def _context(self, gemm: StreamKGemm) -> DeviceContext:
+        """The device context of every kernel of a step: this rank on the heap, world_size a compile-time constant,
+        the step's collective error words, and `gemm`'s clock, timer kind and spin budget."""
+        return device_context(self.heap_bases, self.rank, self.world, self.bufs.errors.words, gemm.clock,
+                              gemm.max_spins, gemm.timer_kind, world_constexpr=True)
+
     def _peers(self) -> dict[str, Any]:
-        return {"CTRL": self.bufs.ctrl, "heap_bases": self.heap_bases, "cur_rank": self.rank,
-                "world_size": self.world}
+        return {"CTRL": self.bufs.ctrl, "CTX": self._context(self.gemm(self.main_programs))}
 
     def announce(self) -> BoundLaunch:
         return BoundLaunch(announce_kernel, 1, self._peers(), {"num_warps": 1})
 
     def ce_start(self) -> BoundLaunch:
-        fill, g = self.bufs.fill, self.gemm(self.main_programs)
+        fill = self.bufs.fill
         return BoundLaunch(ce_start_kernel, 1, {
-            **self._peers(), "FILL": fill, "n_fill": fill.numel() if fill is not None else 0,
-            "max_spins": g.max_spins, "ERRORS": self.bufs.errors.words, "FILL_BLOCK": 128}, {"num_warps": 1})
+            **self._peers(), "FILL": fill, "n_fill": fill.numel() if fill is not None else 0, "FILL_BLOCK": 128},
+            {"num_warps": 1})
 
     def ce_finish(self, step_programs: int) -> BoundLaunch:
-        g = self.gemm(self.main_programs)
-        return BoundLaunch(ce_finish_kernel, 1, {**self._peers(), "step_programs": step_programs,
-                                                 "max_spins": g.max_spins, "ERRORS": self.bufs.errors.words},
-                           {"num_warps": 1})
+        return BoundLaunch(ce_finish_kernel, 1, {**self._peers(), "step_programs": step_programs}, {"num_warps": 1})
 
     # ---- copy engines and host-queued copies ---------------------------------------------------------------
     def copy_schedule(self, a: torch.Tensor, finish: BoundLaunch, wait: bool = True) -> CopySchedule:

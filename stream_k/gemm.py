@@ -6,7 +6,8 @@
     c = matmul(a, b)                                               # one-off convenience (instances cached)
 
 A fused kernel that calls `streamk_program` itself takes its arguments from `gemm.launch_args(...)`
-(a dict keyed by streamk_program's parameter names, epoch already advanced) and its launch options
+(a dict keyed by streamk_program's parameter names, its groups built: stream_k.kernel_args, the device context
+iris_ops.context.DeviceContext; epoch already advanced) and its launch options
 from `gemm.launch_options()`.
 """
 
@@ -18,12 +19,14 @@ from typing import Any
 
 import torch
 
+from iris_ops.context import device_context, one_rank_bases
 from iris_ops.device import arch_code, decode_error, default_timer_kind, spin_budget
 from iris_ops.env import interpreted, on_gpu
 from stream_k.configs import KernelConfig, current_arch, default_config
 from stream_k.dtypes import TORCH_DTYPES as DTYPES
 from stream_k.dtypes import accumulator_dtype, output_dtype
 from stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
+from stream_k.kernel_args import Schedule, Sizes, Tiling, Workspace, constexprs
 from stream_k.launch import BoundLaunch
 from stream_k.layout import buffer_key, padded_zeros, tma_rows, vector_stride_multiple
 from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
@@ -132,6 +135,7 @@ class StreamKGemm:
         self.errors = torch.zeros(1, dtype=torch.int32, device=self.device)
         self.clock = torch.zeros(1, dtype=torch.int64, device=self.device)
         self.launches = torch.zeros(1, dtype=torch.int64, device=self.device)
+        self.one_rank_bases = one_rank_bases(self.device)  # the device context's heap bases where none are given
         self.epoch = 0
         self._counted = 0  # the host's count when the device last counted a launch
         self._bound: OrderedDict[tuple, BoundLaunch] = OrderedDict()  # the call's buffers -> their bound launch
@@ -225,25 +229,23 @@ class StreamKGemm:
 
             C = TensorDescriptor.from_tensor(c, [p.BLK_M, c_store_columns(p.BLK_M, p.BLK_N, c.element_size())])
             epilogue = store_tma_and_signal
+        ctx = device_context(heap_bases if heap_bases is not None else self.one_rank_bases, cur_rank, world_size,
+                             self.errors, self.clock, self.max_spins, self.timer_kind)
         return {
-            "A": A, "B": B, "C": C, "P": self.partials, "LOCKS": self.locks,
-            "TILE_FLAGS": tile_flags, "GEMM_TRACE": gemm_trace, "CLOCK": self.clock, "ERRORS": self.errors,
-            "M": p.M, "N": p.N, "K": p.K,
-            "stride_am": a.stride(0), "stride_ak": a.stride(1), "stride_bk": b.stride(0), "stride_bn": b.stride(1),
-            "stride_cm": c.stride(0), "stride_cn": c.stride(1),
-            "sk_tiles": p.sk_tiles,
-            "epoch": epoch, "max_spins": self.max_spins,
-            "heap_bases": heap_bases, "cur_rank": cur_rank, "world_size": world_size,
-            "BLK_M": p.BLK_M, "BLK_N": p.BLK_N, "BLK_K": p.BLK_K, "GSIZE_M": p.gsize_m, "EVEN_K": p.even_k,
+            "A": A, "B": B, "C": C, "WORK": Workspace(self.partials, self.locks),
+            "TILE_FLAGS": tile_flags, "GEMM_TRACE": gemm_trace,
+            "SIZES": Sizes(p.M, p.N, p.K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)),
+            "sk_tiles": p.sk_tiles, "epoch": epoch, "CTX": ctx,
+            "TILING": constexprs(Tiling, BLK_M=p.BLK_M, BLK_N=p.BLK_N, BLK_K=p.BLK_K, GSIZE_M=p.gsize_m,
+                                 EVEN_K=p.even_k, BLK_N1=narrow, USE_TMA=cfg.tma,
+                                 STRIDE_ALIGN=1 if cfg.tma else vector_stride_multiple(a, b),
+                                 INPUT_PRECISION=cfg.input_precision if self.dtype_name == "fp32" else None),
+            "SCHEDULE": constexprs(Schedule, SK_FIRST=p.sk_first, SK_ROUNDS=p.sk_rounds, SPLIT_K=p.split_k,
+                                   NUM_XCDS=self.num_xcds, REDUCE_LOADS=cfg.reduce_loads,
+                                   FIXUP_BY_HALF=cfg.fixup_by_half),
             "EPILOGUE": epilogue if epilogue is not None else store_and_signal,
-            "TIMER": self.timer_kind,
-            "INPUT_PRECISION": cfg.input_precision if self.dtype_name == "fp32" else None,
-            "NUM_XCDS": self.num_xcds, "USE_TMA": cfg.tma, "SK_FIRST": p.sk_first,
-            "SK_ROUNDS": p.sk_rounds, "P_DESC": self._partials_descriptor() if cfg.tma and not narrow else None,
-            "REDUCE_LOADS": cfg.reduce_loads,
-            "FIXUP_BY_HALF": cfg.fixup_by_half,
-            "B1": B1, "BLK_N1": narrow, "SPLIT_K": p.split_k,
-            "STRIDE_ALIGN": 1 if cfg.tma else vector_stride_multiple(a, b),
+            "P_DESC": self._partials_descriptor() if cfg.tma and not narrow else None,
+            "B1": B1,
         }
 
     def _partials_descriptor(self) -> Any:

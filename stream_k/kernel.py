@@ -4,56 +4,53 @@ The whole work of one GEMM program is the device function
 
     streamk_program(
         pid, num_programs,                    # this program's id in 0..num_programs-1, and how many compute
-        A, B, C,                              # A: M x K, B: K x N (any strides), C: M x N
-        P, LOCKS,                             # workspace: P [2 * SK_ROUNDS * num_programs, BLK_M, BLK_N] fp32
-                                              #   (int32 for int8), LOCKS [num_tiles] int32 arrival counters (0)
-        TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,  # int32 [num_tiles] or None; int64 [num_tiles, 3] or None;
-                                              #   1-element int64 (logical timer); int32 error words (with
-                                              #   A_READY: the step's words on the heap, iris_ops.error_state)
-        M, N, K,
-        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+        A, B, C,                              # A: M x K, B: K x N (any strides), C: M x N; with TILING.USE_TMA A and
+                                              #   B are tensor descriptors (blocks [BLK_M, BLK_K], [BLK_K, BLK_N])
+                                              #   loaded by the copy engine (NVIDIA sm_90+)
+        WORK,                                 # stream_k.kernel_args.Workspace: P [2 * SK_ROUNDS * num_programs,
+                                              #   BLK_M, BLK_N] fp32 (int32 for int8), LOCKS [num_tiles] int32 (0)
+        TILE_FLAGS, GEMM_TRACE,               # int32 [num_tiles] or None; int64 [num_tiles, 3] or None
+        SIZES,                                # stream_k.kernel_args.Sizes: M, N, K and the six strides
         sk_tiles,                             # from StreamKPlan (its SK rounds are computed in-kernel)
         epoch,                                # > every earlier launch's epoch on this workspace
-        max_spins,                            # poll budget of an A_READY wait (iris_ops.device.spin_budget)
-        heap_bases, cur_rank, world_size,     # handed to EPILOGUE untouched (None, 0, 1 on one GPU)
-        BLK_M, BLK_N, BLK_K, GSIZE_M,         # constexpr: tile sizes, tile-order group height
-        EVEN_K,                               # constexpr: K % BLK_K == 0
+        CTX,                                  # iris_ops.context.DeviceContext: heap bases, rank, world size (handed
+                                              #   to EPILOGUE; [0], 0, 1 on one GPU), error words (with A_WAIT: the
+                                              #   step's words on the heap), the clock and TIMER kind of GEMM_TRACE,
+                                              #   the poll budget of an A_WAIT wait (max_spins)
+        TILING,                               # constexpr stream_k.kernel_args.Tiling: BLK_M, BLK_N, BLK_K, GSIZE_M,
+                                              #   EVEN_K (K % BLK_K == 0), BLK_N1, USE_TMA, STRIDE_ALIGN,
+                                              #   INPUT_PRECISION
+        SCHEDULE,                             # constexpr stream_k.kernel_args.Schedule: SK_FIRST, SK_ROUNDS, SPLIT_K,
+                                              #   NUM_XCDS, REDUCE_LOADS, FIXUP_BY_HALF
         EPILOGUE,                             # constexpr @triton.jit function, see below
-        TIMER,                                # constexpr iris_ops.device.TIMER_* kind for GEMM_TRACE
-        INPUT_PRECISION=None,                 # constexpr tl.dot input_precision ("ieee"/"tf32"/...; fp32 only)
-        NUM_XCDS=1,                           # constexpr: >1 remaps pids so consecutive ones share an XCD
-        USE_TMA=False,                        # constexpr: A, B are tensor descriptors (blocks [BLK_M, BLK_K],
-                                              #   [BLK_K, BLK_N]) loaded by the copy engine (NVIDIA sm_90+)
-        SK_FIRST=False,                       # constexpr: the Stream-K share before the DP tiles
-        SK_ROUNDS=1,                          # constexpr: Stream-K rounds (plan.sk_rounds; the last one aligned)
         P_DESC=None,                          # with USE_TMA: P as a tensor descriptor over [slots * BLK_M, BLK_N],
                                               #   blocks [BLK_M, BLK_N // 2]; pieces are written and summed
                                               #   through it (_store_partial, _sum_pieces)
-        A_READY=None, a_rows=1, a_chunk=1,    # all-gather of A (see streamk_program's docstring)
-        REDUCE_LOADS=1,                       # constexpr: partials a tile's last piece reads at once
-        FIXUP_BY_HALF=False,                  # constexpr: the fix-up's order (_sum_pieces' BY_HALF)
+        A_WAIT=None,                          # stream_k.kernel_args.AWait: the all-gather of A (streamk_program's
+                                              #   docstring)
         B1=None,                              # with BLK_N1 > 0: B as a tensor descriptor, blocks [BLK_K, BLK_N1]
-        BLK_N1=0,                             # constexpr: a tile BLK_N wide that is not a power of two is two
-                                              #   column blocks, BLK_N - BLK_N1 and BLK_N1 (stream_k.tiles.
-                                              #   width_parts); TMA and data-parallel plans only
-        SPLIT_K=0,                            # constexpr: plan.split_k (schedule "splitk": one piece of one tile
-                                              #   per program, _split_k_piece), 0 otherwise
-        STRIDE_ALIGN=1,                       # constexpr: stride_am and stride_bk are multiples of this (elements):
-                                              #   on the pointer path rows 16-byte aligned but not 16-element aligned
-                                              #   still load in 16-byte vectors (Triton only knows the latter itself)
     )
+
+The fields of TILING and SCHEDULE: BLK_N1 > 0: a tile BLK_N wide that is not a power of two is two column blocks,
+BLK_N - BLK_N1 and BLK_N1 (stream_k.tiles.width_parts; TMA and data-parallel plans only); STRIDE_ALIGN: stride_am and
+stride_bk are multiples of this (elements): on the pointer path rows 16-byte aligned but not 16-element aligned still
+load in 16-byte vectors (Triton only knows the latter itself); INPUT_PRECISION: tl.dot's ("ieee"/"tf32"/...; fp32
+only); SK_FIRST: the Stream-K share before the DP tiles; SK_ROUNDS: Stream-K rounds (plan.sk_rounds; the last one
+aligned); SPLIT_K: plan.split_k (schedule "splitk": one piece of one tile per program, _split_k_piece), 0 otherwise;
+NUM_XCDS > 1 remaps pids so consecutive ones share an XCD; REDUCE_LOADS: partials a tile's last piece reads at once;
+FIXUP_BY_HALF: the fix-up's order (_sum_pieces' BY_HALF).
 
 so a fused kernel can call it from programs 0..gemm_sms-1 and communicate from the others;
 `streamk_gemm_kernel` is the stand-alone kernel (pid = program_id(0), num_programs = num_programs(0)).
 The accumulator is fp32, or int32 when C is an integer type (int8 inputs, int32 C).
 
-EPILOGUE contract: `EPILOGUE(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-heap_bases, cur_rank, world_size)` is called exactly once per tile per launch, by the program that
-completes it, with `acc` the tile's final [BLK_M, BLK_N] accumulator (after fix-up), rm / rn the
-tile's global row / column indices (unclipped: they may run past M / N at the edges) and row0 = rm's
-first (least) row as a scalar, so that an epilogue needs no reduction over rm to find it. It stores the
-tile and signals it; `store_and_signal` (the default) does a masked store of acc in C's element type,
-then, when TILE_FLAGS is not None, a barrier and a release `TILE_FLAGS[tile_id] = epoch`.
+EPILOGUE contract: `EPILOGUE(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX)` is
+called exactly once per tile per launch, by the program that completes it, with `acc` the tile's final
+[BLK_M, BLK_N] accumulator (after fix-up), rm / rn the tile's global row / column indices (unclipped: they may run
+past M / N at the edges) and row0 = rm's first (least) row as a scalar, so that an epilogue needs no reduction over
+rm to find it; CTX is the launch's device context (an epilogue that writes to peers reads heap_bases, cur_rank and
+world_size from it). It stores the tile and signals it; `store_and_signal` (the default) does a masked store of acc
+in C's element type, then, when TILE_FLAGS is not None, a barrier and a release `TILE_FLAGS[tile_id] = epoch`.
 
 Schedule (see stream_k/plan.py, whose `work_items` mirrors this loop): DP tiles 0..dp_tiles-1
 first (p, p+P, ...), then the program's Stream-K range of each round, tile by tile in reverse order
@@ -82,18 +79,13 @@ run only by the program whose range holds it.
 from __future__ import annotations
 
 import os
+from typing import Any, NamedTuple
 
 import triton
 import triton.language as tl
 
-from iris_ops.device import (
-    ERR_A_ROWS,
-    fence_proxy_async_global,
-    read_timer,
-    record_error_all,
-    wait_bulk_stores,
-    wait_local_or_error,
-)
+from iris_ops.context import now, wait_or_record
+from iris_ops.device import ERR_A_ROWS, fence_proxy_async_global, wait_bulk_stores
 from stream_k.tiles import tile_coords
 
 _ERR_A_ROWS: tl.constexpr = tl.constexpr(ERR_A_ROWS)
@@ -101,8 +93,7 @@ _INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") 
 
 
 @triton.jit
-def store_and_signal(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                     heap_bases, cur_rank, world_size):
+def store_and_signal(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
     """Default EPILOGUE: masked store of the tile in C's type, then release TILE_FLAGS[tile_id] = epoch."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     c_ptrs = C + rm[:, None] * stride_cm + rn[None, :] * stride_cn
@@ -119,8 +110,7 @@ def column_halves(x):
 
 
 @triton.jit
-def store_tma_and_signal(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                         heap_bases, cur_rank, world_size):
+def store_tma_and_signal(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
     """EPILOGUE for C given as a tensor descriptor whose block is one, a half or a quarter of the tile's columns
     (stream_k.gemm.c_store_columns: a 16 KiB piece or a quarter tile): the tile goes through shared memory to the
     copy engine piece after piece, in one staging buffer small enough to sit beside the pipeline's, and the copy
@@ -182,7 +172,7 @@ def _sk_round(r: tl.constexpr, pid, num_programs, sk_tiles, iters_per_tile, SK_R
     With SK_ROUNDS > 1 the last round is *aligned*: L = min(num_programs // S, its share) tiles, S =
     2^(SK_ROUNDS-1), each cut into S pieces, one per program (pid -> tile pid // S, piece pid % S;
     programs >= L * S have none there); ipp and rem are then S and L."""
-    SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
+    SPLIT: tl.constexpr = 2 ** (SK_ROUNDS - 1)  # (a power: the interpreter's constexpr has no <<)
     if SK_ROUNDS == 1:
         last = sk_tiles * 0
     else:
@@ -199,9 +189,9 @@ def _sk_round(r: tl.constexpr, pid, num_programs, sk_tiles, iters_per_tile, SK_R
         rem = last
     else:
         EARLY: tl.constexpr = SK_ROUNDS - 1 if SK_ROUNDS > 1 else 1
-        WHOLE: tl.constexpr = (1 << EARLY) - 1
-        LO: tl.constexpr = (1 << EARLY) - (1 << (EARLY - r))
-        HI: tl.constexpr = (1 << EARLY) - (1 << (EARLY - r - 1))
+        WHOLE: tl.constexpr = 2 ** EARLY - 1
+        LO: tl.constexpr = 2 ** EARLY - 2 ** (EARLY - r)
+        HI: tl.constexpr = 2 ** EARLY - 2 ** (EARLY - r - 1)
         first = head * LO // WHOLE
         iters = (head * HI // WHOLE - first) * iters_per_tile
         ipp = iters // num_programs
@@ -359,68 +349,75 @@ def _mac_loop_tma(acc, A, B, off_m, off_n, k_lo, k_hi, BLK_K: tl.constexpr, INPU
 
 
 @triton.jit
-def _wait_a_rows(A_READY, pid_m, M, a_rows, a_chunk, k_lo, k_hi, iters_per_tile, epoch, max_spins, ERRORS, tile_id,
-                 heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, USE_TMA: tl.constexpr):
+def _wait_a_rows(A_WAIT, pid_m, M, k_lo, k_hi, iters_per_tile, epoch, tile_id, CTX, BLK_M: tl.constexpr,
+                 USE_TMA: tl.constexpr):
     """Wait until the rows of row block pid_m of A have arrived in the columns of K blocks [k_lo, k_hi) (see
-    streamk_program's A_READY). A wait that gives up records the error on every rank (ERRORS: the step's error
+    streamk_program's A_WAIT). A wait that gives up records the error on every rank (CTX.ERRORS: the step's error
     words on the heap, iris_ops.error_state)."""
+    a_rows = A_WAIT.a_rows
+    a_chunk = A_WAIT.a_chunk
     n_rb = tl.cdiv(M, BLK_M)
     n_kc = tl.cdiv(iters_per_tile, a_chunk)
     lo = pid_m * BLK_M
     hi = tl.minimum(M, lo + BLK_M) - 1
     for slot in range(lo // a_rows, hi // a_rows + 1):
         for kc in range(k_lo // a_chunk, tl.cdiv(k_hi, a_chunk)):
-            if not wait_local_or_error(A_READY + (slot * n_rb + pid_m) * n_kc + kc, epoch, max_spins, ERRORS, "sys"):
-                record_error_all(ERRORS, _ERR_A_ROWS.value, tile_id, cur_rank, heap_bases, world_size)
+            wait_or_record(CTX, A_WAIT.A_READY + (slot * n_rb + pid_m) * n_kc + kc, epoch, _ERR_A_ROWS.value, tile_id,
+                           "sys")
     if USE_TMA:
         fence_proxy_async_global()  # the acquire above before the copy engine's reads of A
 
 
 @triton.jit
-def _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi, iters_per_tile,
-                   stride_am, stride_ak, stride_bk, stride_bn, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-                   BLK_K: tl.constexpr, EVEN_K: tl.constexpr, INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr,
-                   STRIDE_ALIGN: tl.constexpr):
+def _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, k_lo, k_hi, iters_per_tile, SIZES, TILING):
     """acc + the tile's K blocks [k_lo, k_hi): through tensor descriptors (USE_TMA) or pointers. On the pointer path
     rows / columns past the edge read row / column 0: loads need no mask, the store drops them."""
-    if USE_TMA:
-        acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, INPUT_PRECISION)
+    BLK_M: tl.constexpr = TILING.BLK_M
+    BLK_N: tl.constexpr = TILING.BLK_N
+    BLK_K: tl.constexpr = TILING.BLK_K
+    STRIDE_ALIGN: tl.constexpr = TILING.STRIDE_ALIGN
+    if TILING.USE_TMA:
+        acc = _mac_loop_tma(acc, A, B, pid_m * BLK_M, pid_n * BLK_N, k_lo, k_hi, BLK_K, TILING.INPUT_PRECISION)
     else:
+        stride_am = SIZES.stride_am
+        stride_bk = SIZES.stride_bk
         if STRIDE_ALIGN > 1:  # the product states the multiple to the compiler (the value is unchanged)
             stride_am = stride_am // STRIDE_ALIGN * STRIDE_ALIGN
             stride_bk = stride_bk // STRIDE_ALIGN * STRIDE_ALIGN
-        ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BLK_M), BLK_M)
-        ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BLK_N), BLK_N)
-        acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, K,
-                        stride_am, stride_ak, stride_bk, stride_bn, BLK_K, EVEN_K, INPUT_PRECISION)
+        ram = tl.max_contiguous(tl.multiple_of(tl.where(rm < SIZES.M, rm, 0), BLK_M), BLK_M)
+        ran = tl.max_contiguous(tl.multiple_of(tl.where(rn < SIZES.N, rn, 0), BLK_N), BLK_N)
+        acc = _mac_loop(acc, A, B, ram, ran, k_lo, k_hi, iters_per_tile, SIZES.K,
+                        stride_am, SIZES.stride_ak, stride_bk, SIZES.stride_bn, BLK_K, TILING.EVEN_K,
+                        TILING.INPUT_PRECISION)
     return acc
 
 
 @triton.jit
-def _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, M, N, K,
-                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch,
-                   heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr,
-                   GSIZE_M: tl.constexpr, EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-                   INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr, SPLIT_K: tl.constexpr,
-                   REDUCE_LOADS: tl.constexpr, STRIDE_ALIGN: tl.constexpr):
+def _split_k_piece(pid, A, B, C, WORK, P_DESC, TILE_FLAGS, GEMM_TRACE, iters_per_tile, epoch, SIZES, CTX, TILING,
+                   SCHEDULE, EPILOGUE: tl.constexpr):
     """Split-K (plan.split_k): program pid computes piece pid % SPLIT_K of tile pid // SPLIT_K, stores it in
     workspace slot pid and counts it; the last of the tile's pieces to arrive sums the SPLIT_K slots in order and
     runs the EPILOGUE (the fix-up of the module docstring, with one piece per program)."""
+    BLK_M: tl.constexpr = TILING.BLK_M
+    BLK_N: tl.constexpr = TILING.BLK_N
+    SPLIT_K: tl.constexpr = SCHEDULE.SPLIT_K
+    REDUCE_LOADS: tl.constexpr = SCHEDULE.REDUCE_LOADS
+    P = WORK.P
+    LOCKS = WORK.LOCKS
     ACC_TYPE: tl.constexpr = P.dtype.element_ty
     t_begin = 0
     if GEMM_TRACE is not None:
-        t_begin = read_timer(CLOCK, TIMER)
+        t_begin = now(CTX)
     tile_id = pid // SPLIT_K
     j = pid % SPLIT_K
     k_lo = j * iters_per_tile // SPLIT_K
     k_hi = (j + 1) * iters_per_tile // SPLIT_K
-    pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
+    pid_m, pid_n = tile_coords(tile_id, SIZES.M, SIZES.N, BLK_M, BLK_N, TILING.GSIZE_M)
     rm = pid_m * BLK_M + tl.arange(0, BLK_M)
     rn = pid_n * BLK_N + tl.arange(0, BLK_N)
-    acc = _tile_k_blocks(tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE), A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi,
-                         iters_per_tile, stride_am, stride_ak, stride_bk, stride_bn, BLK_M, BLK_N, BLK_K, EVEN_K,
-                         INPUT_PRECISION, USE_TMA, STRIDE_ALIGN)
-    _store_partial(P, P_DESC, pid, acc, BLK_M, BLK_N, USE_TMA)
+    acc = _tile_k_blocks(tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE), A, B, rm, rn, pid_m, pid_n, k_lo, k_hi,
+                         iters_per_tile, SIZES, TILING)
+    _store_partial(P, P_DESC, pid, acc, BLK_M, BLK_N, TILING.USE_TMA)
     tl.debug_barrier()
     arrived = tl.atomic_add(LOCKS + tile_id, 1, sem="acq_rel", scope="gpu")
     if arrived == SPLIT_K - 1:
@@ -440,73 +437,86 @@ def _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK
                     else:
                         hi += part
         acc = tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BLK_M, BLK_N))
-        EPILOGUE(acc, rm, rn, pid_m * BLK_M, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases,
-                 cur_rank, world_size)
+        EPILOGUE(acc, rm, rn, pid_m * BLK_M, SIZES.M, SIZES.N, C, SIZES.stride_cm, SIZES.stride_cn, tile_id,
+                 TILE_FLAGS, epoch, CTX)
         if GEMM_TRACE is not None:
-            _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+            _trace_tile(GEMM_TRACE, tile_id, t_begin, pid, CTX)
 
 
 @triton.jit
-def _two_block_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ERRORS, M, N, iters_per_tile,
-                    stride_cm, stride_cn, epoch, max_spins, heap_bases, cur_rank, world_size, pid,
-                    BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_N1: tl.constexpr, BLK_K: tl.constexpr,
-                    GSIZE_M: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-                    INPUT_PRECISION: tl.constexpr, USE_TMA: tl.constexpr, A_READY, a_rows, a_chunk,
-                    ACC_TYPE: tl.constexpr):
+def _two_block_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, t_begin, iters_per_tile, epoch, pid, A_WAIT, SIZES,
+                    CTX, TILING, EPILOGUE: tl.constexpr, ACC_TYPE: tl.constexpr):
     """One whole tile of two column blocks, BLK_N - BLK_N1 and BLK_N1 wide, each with its own accumulator and B
     descriptor, one K loop over both (the copy engine zero-fills past M, N and K); the EPILOGUE per block, the tile's
     flag with the second."""
+    BLK_M: tl.constexpr = TILING.BLK_M
+    BLK_N: tl.constexpr = TILING.BLK_N
+    BLK_N1: tl.constexpr = TILING.BLK_N1
+    BLK_K: tl.constexpr = TILING.BLK_K
     BLK_N0: tl.constexpr = BLK_N - BLK_N1
-    pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
+    M = SIZES.M
+    N = SIZES.N
+    pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, TILING.GSIZE_M)
     rm = pid_m * BLK_M + tl.arange(0, BLK_M)
     off_n = pid_n * BLK_N
-    if A_READY is not None:
-        _wait_a_rows(A_READY, pid_m, M, a_rows, a_chunk, 0, iters_per_tile, iters_per_tile, epoch, max_spins, ERRORS,
-                     tile_id, heap_bases, cur_rank, world_size, BLK_M, USE_TMA)
+    if A_WAIT is not None:
+        _wait_a_rows(A_WAIT, pid_m, M, 0, iters_per_tile, iters_per_tile, epoch, tile_id, CTX, BLK_M, TILING.USE_TMA)
     acc0 = tl.zeros((BLK_M, BLK_N0), dtype=ACC_TYPE)
     acc1 = tl.zeros((BLK_M, BLK_N1), dtype=ACC_TYPE)
     for kb in range(0, iters_per_tile):
         a = A.load([pid_m * BLK_M, kb * BLK_K])
-        acc0 = _dot(a, B.load([kb * BLK_K, off_n]), acc0, INPUT_PRECISION)
-        acc1 = _dot(a, B1.load([kb * BLK_K, off_n + BLK_N0]), acc1, INPUT_PRECISION)
-    EPILOGUE(acc0, rm, off_n + tl.arange(0, BLK_N0), pid_m * BLK_M, M, N, C, stride_cm, stride_cn, tile_id, None,
-             epoch, heap_bases, cur_rank, world_size)
-    EPILOGUE(acc1, rm, off_n + BLK_N0 + tl.arange(0, BLK_N1), pid_m * BLK_M, M, N, C, stride_cm, stride_cn, tile_id,
-             TILE_FLAGS, epoch, heap_bases, cur_rank, world_size)
+        acc0 = _dot(a, B.load([kb * BLK_K, off_n]), acc0, TILING.INPUT_PRECISION)
+        acc1 = _dot(a, B1.load([kb * BLK_K, off_n + BLK_N0]), acc1, TILING.INPUT_PRECISION)
+    EPILOGUE(acc0, rm, off_n + tl.arange(0, BLK_N0), pid_m * BLK_M, M, N, C, SIZES.stride_cm, SIZES.stride_cn, tile_id,
+             None, epoch, CTX)
+    EPILOGUE(acc1, rm, off_n + BLK_N0 + tl.arange(0, BLK_N1), pid_m * BLK_M, M, N, C, SIZES.stride_cm,
+             SIZES.stride_cn, tile_id, TILE_FLAGS, epoch, CTX)
     if GEMM_TRACE is not None:
-        _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+        _trace_tile(GEMM_TRACE, tile_id, t_begin, pid, CTX)
+
+
+class Piece(NamedTuple):
+    """A work item of streamk_program's loop (a tuple built in the kernel): its tile, the tile's index in its
+    Stream-K round (ts), the K blocks [k_lo, k_hi) it holds, its round and the round's split of the program's range
+    (sk_start, sk_ipp, sk_rem: stream_k.kernel._sk_round), and when the program began it (t_begin, for GEMM_TRACE)."""
+
+    tile_id: Any
+    ts: Any
+    k_lo: Any
+    k_hi: Any
+    rnd: Any
+    sk_start: Any
+    sk_ipp: Any
+    sk_rem: Any
+    t_begin: Any
 
 
 @triton.jit
-def streamk_program(
-    pid, num_programs,
-    A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    sk_tiles,
-    epoch, max_spins,
-    heap_bases, cur_rank, world_size,
-    BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
-    EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
-    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, A_READY=None, a_rows=1, a_chunk=1,
-    REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False, B1=None, BLK_N1: tl.constexpr = 0,
-    SPLIT_K: tl.constexpr = 0, STRIDE_ALIGN: tl.constexpr = 1,
-):
+def streamk_program(pid, num_programs, A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SIZES, sk_tiles, epoch, CTX, TILING,
+                    SCHEDULE, EPILOGUE: tl.constexpr, P_DESC=None, A_WAIT=None, B1=None):
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
-    A_READY (None: A is complete at launch): A's rows arrive during the launch (an all-gather), in slots of
-    a_rows rows and chunks of a_chunk K blocks; before a work item reads A, the program waits (acquire, system
-    scope) until A_READY[(slot * cdiv(M, BLK_M) + pid_m) * n_chunks + kc] >= epoch for every slot that the tile's
-    row block overlaps and every chunk kc that its K blocks [k_lo, k_hi) touch (n_chunks = cdiv(iters, a_chunk))."""
-    pid = remap_xcd(pid, num_programs, NUM_XCDS)
-    ACC_TYPE: tl.constexpr = P.dtype.element_ty  # the workspace holds accumulators: fp32, or int32 for int8
-    iters_per_tile = tl.cdiv(K, BLK_K)
+    A_WAIT (stream_k.kernel_args.AWait; None: A is complete at launch): A's rows arrive during the launch (an
+    all-gather), in slots of a_rows rows and chunks of a_chunk K blocks; before a work item reads A, the program
+    waits (acquire, system scope) until A_READY[(slot * cdiv(M, BLK_M) + pid_m) * n_chunks + kc] >= epoch for every
+    slot that the tile's row block overlaps and every chunk kc that its K blocks [k_lo, k_hi) touch (n_chunks =
+    cdiv(iters, a_chunk))."""
+    BLK_M: tl.constexpr = TILING.BLK_M
+    BLK_N: tl.constexpr = TILING.BLK_N
+    BLK_K: tl.constexpr = TILING.BLK_K
+    BLK_N1: tl.constexpr = TILING.BLK_N1
+    SK_ROUNDS: tl.constexpr = SCHEDULE.SK_ROUNDS
+    SPLIT_K: tl.constexpr = SCHEDULE.SPLIT_K
+    M = SIZES.M
+    N = SIZES.N
+    pid = remap_xcd(pid, num_programs, SCHEDULE.NUM_XCDS)
+    ACC_TYPE: tl.constexpr = WORK.P.dtype.element_ty  # the workspace holds accumulators: fp32, or int32 for int8
+    iters_per_tile = tl.cdiv(SIZES.K, BLK_K)
     num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
     dp_tiles = num_tiles - sk_tiles
     n_dp = (dp_tiles + num_programs - 1 - pid) // num_programs
 
-    tl.static_assert(BLK_N1 == 0 or USE_TMA, "two column blocks: TMA only (and a data-parallel plan)")
+    tl.static_assert(BLK_N1 == 0 or TILING.USE_TMA, "two column blocks: TMA only (and a data-parallel plan)")
     n_sk = 0
     if BLK_N1 == 0 and SPLIT_K == 0:
         for r in tl.static_range(SK_ROUNDS):
@@ -514,25 +524,21 @@ def streamk_program(
             n_sk += _sk_items(start_r, end_r, iters_per_tile)
 
     if SPLIT_K > 0:
-        _split_k_piece(pid, A, B, C, P, P_DESC, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, M, N, K, stride_am, stride_ak,
-                       stride_bk, stride_bn, stride_cm, stride_cn, iters_per_tile, epoch, heap_bases, cur_rank,
-                       world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, USE_TMA,
-                       SPLIT_K, REDUCE_LOADS, STRIDE_ALIGN)
+        _split_k_piece(pid, A, B, C, WORK, P_DESC, TILE_FLAGS, GEMM_TRACE, iters_per_tile, epoch, SIZES, CTX, TILING,
+                       SCHEDULE, EPILOGUE)
     elif BLK_N1 > 0:  # two column blocks, whole tiles only: program pid computes tiles pid, pid + P, ...
         for w in range(n_dp):
             t_begin = 0
             if GEMM_TRACE is not None:
-                t_begin = read_timer(CLOCK, TIMER)
-            _two_block_tile(pid + w * num_programs, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, ERRORS, M, N,
-                            iters_per_tile, stride_cm, stride_cn, epoch, max_spins, heap_bases, cur_rank, world_size,
-                            pid, BLK_M, BLK_N, BLK_N1, BLK_K, GSIZE_M, EPILOGUE, TIMER, INPUT_PRECISION, USE_TMA,
-                            A_READY, a_rows, a_chunk, ACC_TYPE)
+                t_begin = now(CTX)
+            _two_block_tile(pid + w * num_programs, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, t_begin, iters_per_tile,
+                            epoch, pid, A_WAIT, SIZES, CTX, TILING, EPILOGUE, ACC_TYPE)
     else:
         for w in range(n_dp + n_sk):
             t_begin = 0
             if GEMM_TRACE is not None:
-                t_begin = read_timer(CLOCK, TIMER)
-            if SK_FIRST:
+                t_begin = now(CTX)
+            if SCHEDULE.SK_FIRST:
                 is_dp = w >= n_sk
                 dp_w = w - n_sk
                 sk_w = w
@@ -572,91 +578,73 @@ def streamk_program(
                 tile_id = dp_tiles + first_tile + ts
                 k_lo = tl.maximum(sk_start, ts * iters_per_tile) - ts * iters_per_tile
                 k_hi = tl.minimum(sk_end, ts * iters_per_tile + iters_per_tile) - ts * iters_per_tile
-            pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, GSIZE_M)
+            pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, TILING.GSIZE_M)
             rm = pid_m * BLK_M + tl.arange(0, BLK_M)
             rn = pid_n * BLK_N + tl.arange(0, BLK_N)
             acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
-            if A_READY is not None:
-                _wait_a_rows(A_READY, pid_m, M, a_rows, a_chunk, k_lo, k_hi, iters_per_tile, epoch, max_spins, ERRORS,
-                             tile_id, heap_bases, cur_rank, world_size, BLK_M, USE_TMA)
-            acc = _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, M, N, K, k_lo, k_hi, iters_per_tile,
-                                 stride_am, stride_ak, stride_bk, stride_bn, BLK_M, BLK_N, BLK_K, EVEN_K,
-                                 INPUT_PRECISION, USE_TMA, STRIDE_ALIGN)
+            if A_WAIT is not None:
+                _wait_a_rows(A_WAIT, pid_m, M, k_lo, k_hi, iters_per_tile, epoch, tile_id, CTX, BLK_M,
+                             TILING.USE_TMA)
+            acc = _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, k_lo, k_hi, iters_per_tile, SIZES, TILING)
 
-            _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp,
-                         sk_rem, rm, rn, pid_m * BLK_M, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS,
-                         GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size, BLK_M, BLK_N, EPILOGUE,
-                         TIMER, USE_TMA, SK_ROUNDS, REDUCE_LOADS, FIXUP_BY_HALF)
+            piece = Piece(tile_id, ts, k_lo, k_hi, rnd, sk_start, sk_ipp, sk_rem, t_begin)
+            _finish_item(acc, pid, num_programs, piece, iters_per_tile, rm, rn, pid_m * BLK_M, C, WORK, P_DESC,
+                         TILE_FLAGS, GEMM_TRACE, epoch, SIZES, CTX, TILING, SCHEDULE, EPILOGUE)
 
 
 @triton.jit
-def _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, row0, M, N, C, P, LOCKS,
-            stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
-            BLK_M: tl.constexpr, BLK_N: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-            SK_ROUNDS: tl.constexpr, REDUCE_LOADS: tl.constexpr, FIXUP_BY_HALF: tl.constexpr):
+def _arrive(pid, num_programs, PIECE, iters_per_tile, rm, rn, row0, C, WORK, TILE_FLAGS, GEMM_TRACE, epoch, SIZES,
+            CTX, TILING, SCHEDULE, EPILOGUE: tl.constexpr):
     """Count a stored piece on its tile's arrival counter (release: the caller has made the piece's stores
     visible to the whole program); the last piece to arrive sums the tile's pieces and runs the EPILOGUE."""
-    SPLIT: tl.constexpr = 1 << (SK_ROUNDS - 1)
-    ACC_TYPE: tl.constexpr = P.dtype.element_ty
+    SK_ROUNDS: tl.constexpr = SCHEDULE.SK_ROUNDS
+    SPLIT: tl.constexpr = 2 ** (SK_ROUNDS - 1)  # (a power: the interpreter's constexpr has no <<)
+    ACC_TYPE: tl.constexpr = WORK.P.dtype.element_ty
+    tile_id = PIECE.tile_id
+    rnd = PIECE.rnd
     aligned = (rnd == SK_ROUNDS - 1) & (rnd >= 1)
-    pieces = _pieces_of(ts, iters_per_tile, sk_ipp, sk_rem, aligned, SPLIT)
-    arrived = tl.atomic_add(LOCKS + tile_id, 1, sem="acq_rel", scope="gpu")
+    pieces = _pieces_of(PIECE.ts, iters_per_tile, PIECE.sk_ipp, PIECE.sk_rem, aligned, SPLIT)
+    arrived = tl.atomic_add(WORK.LOCKS + tile_id, 1, sem="acq_rel", scope="gpu")
     if arrived == pieces - 1:
-        tl.atomic_xchg(LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
-        acc = _sum_pieces(P, rnd, ts, iters_per_tile, sk_ipp, sk_rem, aligned, num_programs, ACC_TYPE, BLK_M, BLK_N,
-                          SPLIT, REDUCE_LOADS, FIXUP_BY_HALF)
-        EPILOGUE(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, heap_bases, cur_rank,
-                 world_size)
+        tl.atomic_xchg(WORK.LOCKS + tile_id, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+        acc = _sum_pieces(WORK.P, rnd, PIECE.ts, iters_per_tile, PIECE.sk_ipp, PIECE.sk_rem, aligned, num_programs,
+                          ACC_TYPE, TILING.BLK_M, TILING.BLK_N, SPLIT, SCHEDULE.REDUCE_LOADS, SCHEDULE.FIXUP_BY_HALF)
+        EPILOGUE(acc, rm, rn, row0, SIZES.M, SIZES.N, C, SIZES.stride_cm, SIZES.stride_cn, tile_id, TILE_FLAGS, epoch,
+                 CTX)
         if GEMM_TRACE is not None:
-            _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+            _trace_tile(GEMM_TRACE, tile_id, PIECE.t_begin, pid, CTX)
 
 
 @triton.jit
-def _finish_item(acc, pid, num_programs, tile_id, ts, k_lo, k_hi, iters_per_tile, rnd, sk_start, sk_ipp, sk_rem,
-                 rm, rn, row0, M, N, C, P, P_DESC, LOCKS, stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin,
-                 epoch, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-                 EPILOGUE: tl.constexpr, TIMER: tl.constexpr, USE_TMA: tl.constexpr, SK_ROUNDS: tl.constexpr,
-                 REDUCE_LOADS: tl.constexpr, FIXUP_BY_HALF: tl.constexpr):
+def _finish_item(acc, pid, num_programs, PIECE, iters_per_tile, rm, rn, row0, C, WORK, P_DESC, TILE_FLAGS,
+                 GEMM_TRACE, epoch, SIZES, CTX, TILING, SCHEDULE, EPILOGUE: tl.constexpr):
     """After a work item's K loop: a whole tile goes to the EPILOGUE; a piece of a split tile is published and
     counted, and the last piece to arrive sums the tile's pieces and runs the EPILOGUE (module docstring)."""
-    if (k_lo > 0) | (k_hi < iters_per_tile):
-        slot = _piece_slot(pid, ts * iters_per_tile, rnd, num_programs, sk_start)
-        _store_partial(P, P_DESC, slot, acc, BLK_M, BLK_N, USE_TMA)
+    if (PIECE.k_lo > 0) | (PIECE.k_hi < iters_per_tile):
+        slot = _piece_slot(pid, PIECE.ts * iters_per_tile, PIECE.rnd, num_programs, PIECE.sk_start)
+        _store_partial(WORK.P, P_DESC, slot, acc, TILING.BLK_M, TILING.BLK_N, TILING.USE_TMA)
         tl.debug_barrier()
-        _arrive(pid, num_programs, tile_id, ts, iters_per_tile, rnd, sk_ipp, sk_rem, rm, rn, row0, M, N, C, P, LOCKS,
-                stride_cm, stride_cn, TILE_FLAGS, GEMM_TRACE, CLOCK, t_begin, epoch, heap_bases, cur_rank, world_size,
-                BLK_M, BLK_N, EPILOGUE, TIMER, SK_ROUNDS, REDUCE_LOADS, FIXUP_BY_HALF)
+        _arrive(pid, num_programs, PIECE, iters_per_tile, rm, rn, row0, C, WORK, TILE_FLAGS, GEMM_TRACE, epoch, SIZES,
+                CTX, TILING, SCHEDULE, EPILOGUE)
     else:
-        EPILOGUE(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                 heap_bases, cur_rank, world_size)
+        EPILOGUE(acc, rm, rn, row0, SIZES.M, SIZES.N, C, SIZES.stride_cm, SIZES.stride_cn, PIECE.tile_id, TILE_FLAGS,
+                 epoch, CTX)
         if GEMM_TRACE is not None:
-            _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER)
+            _trace_tile(GEMM_TRACE, PIECE.tile_id, PIECE.t_begin, pid, CTX)
 
 
 @triton.jit
-def _trace_tile(GEMM_TRACE, CLOCK, tile_id, t_begin, pid, TIMER: tl.constexpr):
+def _trace_tile(GEMM_TRACE, tile_id, t_begin, pid, CTX):
     """GEMM_TRACE[tile] = (the storing program's start of its item, now, that program)."""
-    t_end = read_timer(CLOCK, TIMER)
+    t_end = now(CTX)
     tl.store(GEMM_TRACE + tile_id * 3, t_begin)
     tl.store(GEMM_TRACE + tile_id * 3 + 1, t_end)
     tl.store(GEMM_TRACE + tile_id * 3 + 2, pid.to(tl.int64))
 
 
-@triton.jit(do_not_specialize=["sk_tiles", "epoch", "max_spins"])
-def streamk_gemm_kernel(
-    A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    sk_tiles,
-    epoch, max_spins,
-    heap_bases, cur_rank, world_size,
-    BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
-    EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr = None, NUM_XCDS: tl.constexpr = 1, USE_TMA: tl.constexpr = False,
-    SK_FIRST: tl.constexpr = False, SK_ROUNDS: tl.constexpr = 1, P_DESC=None, LAUNCHES=None,
-    REDUCE_LOADS: tl.constexpr = 1, FIXUP_BY_HALF: tl.constexpr = False, B1=None, BLK_N1: tl.constexpr = 0,
-    SPLIT_K: tl.constexpr = 0, STRIDE_ALIGN: tl.constexpr = 1,
-):
+@triton.jit(do_not_specialize=["sk_tiles", "epoch"])
+def streamk_gemm_kernel(A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SIZES, sk_tiles, epoch, CTX, TILING, SCHEDULE,
+                        EPILOGUE: tl.constexpr, P_DESC=None, LAUNCHES=None, B1=None):
     """Stand-alone Stream-K GEMM: launch with a grid of (num_programs,).
 
     LAUNCHES (int64 [1], or None: the `epoch` argument is this launch's epoch): the epoch is counted on the
@@ -666,14 +654,5 @@ def streamk_gemm_kernel(
     if LAUNCHES is not None:
         ticket = tl.atomic_add(LAUNCHES, 1, sem="relaxed")
         epoch = (ticket // tl.num_programs(0) + 1).to(tl.int32)
-    streamk_program(
-        tl.program_id(0), tl.num_programs(0),
-        A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
-        M, N, K,
-        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-        sk_tiles,
-        epoch, max_spins,
-        heap_bases, cur_rank, world_size,
-        BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE, TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST,
-        SK_ROUNDS, P_DESC, None, 1, 1, REDUCE_LOADS, FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K, STRIDE_ALIGN,
-    )
+    streamk_program(tl.program_id(0), tl.num_programs(0), A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SIZES, sk_tiles,
+                    epoch, CTX, TILING, SCHEDULE, EPILOGUE, P_DESC, None, B1)

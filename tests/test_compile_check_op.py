@@ -17,6 +17,7 @@ import spec
 from overlap.config import InvalidConfig
 from overlap.listing import ListingHeap, every_mode, op_for
 from overlap.op import OverlapOp
+from stream_k.kernel_args import unwrapped
 from tools.compile_check.build import Build, specialise
 from tools.compile_check.cli import collect
 from tools.compile_check.kernels import OP_DATATYPE, OP_SHAPE, OP_WORLDS, not_built
@@ -56,8 +57,9 @@ def test_the_planner_plans_every_mode_a_faked_mi300x_runs() -> None:
             gemm = [x for x in launches if x.name in GEMM_BEARING]
             assert len(gemm) == 1, (alg, mode, [x.name for x in launches])
             args, options = gemm[0].args, gemm[0].options
-            assert (args["BLK_M"], args["BLK_N"], args["BLK_K"]) == (cfg.kernel.BLK_M, cfg.kernel.BLK_N,
-                                                                     cfg.kernel.BLK_K)
+            tiling = unwrapped(args["TILING"])
+            assert (tiling["BLK_M"], tiling["BLK_N"], tiling["BLK_K"]) == (cfg.kernel.BLK_M, cfg.kernel.BLK_N,
+                                                                           cfg.kernel.BLK_K)
             # AMD's launch options, as the op's own launch on an MI300X passes them
             assert {"waves_per_eu", "matrix_instr_nonkdim", "kpack"} <= set(options)
         # mode auto plans only modes the target runs

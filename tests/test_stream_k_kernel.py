@@ -318,8 +318,7 @@ def test_strided_inputs():
 
 
 @triton.jit
-def _plus_one_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                       heap_bases, cur_rank, world_size):
+def _plus_one_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
     """Stores acc + 1 where row0 is rm's first row (acc + 1000 where it is not) and counts the calls that carry the
     tile's flag in TILE_FLAGS, by the same 1 or 1000 (a test of the hook, not a real epilogue)."""
     step = tl.where(row0 == tl.min(rm, axis=0), 1, 1000)
@@ -351,16 +350,8 @@ def test_custom_epilogue_runs_once_per_tile(name, M, N, K, schedule, programs, c
 
 
 @triton.jit
-def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
-                       stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                       sk_tiles, epoch, max_spins,
-                       heap_bases, cur_rank, world_size, SEEN, gemm_programs, waiter_spins,
-                       BLK_M: tl.constexpr, BLK_N: tl.constexpr, BLK_K: tl.constexpr, GSIZE_M: tl.constexpr,
-                       EVEN_K: tl.constexpr, EPILOGUE: tl.constexpr, TIMER: tl.constexpr,
-                       INPUT_PRECISION: tl.constexpr, NUM_XCDS: tl.constexpr, USE_TMA: tl.constexpr,
-                       SK_FIRST: tl.constexpr, SK_ROUNDS: tl.constexpr, P_DESC, REDUCE_LOADS: tl.constexpr,
-                       FIXUP_BY_HALF: tl.constexpr, B1, BLK_N1: tl.constexpr, SPLIT_K: tl.constexpr,
-                       STRIDE_ALIGN: tl.constexpr, REVERSED: tl.constexpr):
+def _fused_like_kernel(A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SIZES, sk_tiles, epoch, CTX, TILING, SCHEDULE,
+                       EPILOGUE: tl.constexpr, P_DESC, B1, SEEN, gemm_programs, waiter_spins, REVERSED: tl.constexpr):
     """Programs < gemm_programs run the GEMM (in reverse order of pids with REVERSED); the next one waits on every
     tile flag."""
     pid = tl.program_id(0)
@@ -368,15 +359,10 @@ def _fused_like_kernel(A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS,
         gpid = pid
         if REVERSED:
             gpid = gemm_programs - 1 - pid
-        streamk_program(gpid, gemm_programs, A, B, C, P, LOCKS, TILE_FLAGS, GEMM_TRACE, CLOCK, ERRORS, M, N, K,
-                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                        sk_tiles, epoch, max_spins,
-                        heap_bases, cur_rank, world_size, BLK_M, BLK_N, BLK_K, GSIZE_M, EVEN_K, EPILOGUE,
-                        TIMER, INPUT_PRECISION, NUM_XCDS, USE_TMA, SK_FIRST, SK_ROUNDS, P_DESC, None, 1, 1,
-                        REDUCE_LOADS,
-                        FIXUP_BY_HALF, B1, BLK_N1, SPLIT_K, STRIDE_ALIGN)
+        streamk_program(gpid, gemm_programs, A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SIZES, sk_tiles, epoch, CTX,
+                        TILING, SCHEDULE, EPILOGUE, P_DESC, None, B1)
     else:
-        num_tiles = tl.cdiv(M, BLK_M) * tl.cdiv(N, BLK_N)
+        num_tiles = tl.cdiv(SIZES.M, TILING.BLK_M) * tl.cdiv(SIZES.N, TILING.BLK_N)
         for t in range(num_tiles):
             if wait_local(TILE_FLAGS + t, epoch, waiter_spins, "gpu"):
                 tl.atomic_add(SEEN, 1)
@@ -437,7 +423,7 @@ def test_xcd_remap_covers_every_tile():
     c = _poisoned(gemm)
     tr = torch.full((gemm.plan.num_tiles, 3), -1, dtype=torch.int64, device=DEVICE)
     args = gemm.launch_args(a, b, c, gemm_trace=tr)
-    args["NUM_XCDS"] = 4
+    args["SCHEDULE"] = args["SCHEDULE"]._replace(NUM_XCDS=tl.constexpr(4))
     streamk_gemm_kernel[(gemm.plan.num_programs,)](**args, **gemm.launch_options())
     _check(name, a, b, c)
     assert _stored_by_its_pieces(gemm.plan, tr)
@@ -517,7 +503,7 @@ def test_pointer_path_states_rows_of_sixteen_bytes(schedule):
                                   **split)
         a, b = _inputs(name, M, n, K, seed=K)
         c = _poisoned(gemm)
-        assert gemm.launch_args(a, b, c)["STRIDE_ALIGN"] == align
+        assert gemm.launch_args(a, b, c)["TILING"].STRIDE_ALIGN == align
         gemm(a, b, c)
         _check(name, a, b, c)
         assert gemm.staged_copies == 0

@@ -47,25 +47,24 @@ def a_ready_words(m: int, k: int, blk_m: int, world: int) -> int:
 
 
 @triton.jit
-def gather_program(pid, num_programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_rank, world_size: tl.constexpr,
-                   BLK_M: tl.constexpr):
+def gather_program(pid, num_programs, GATHER, e, CTX, BLK_M: tl.constexpr):
     """Push this rank's shard of A (GATHER.A_LOCAL, M/W x K) into slot j of rank (cur_rank - j)'s AG, slot 0 (the
     own copy) first, unit by unit (units pid, pid + num_programs, ...; a unit is one chunk of columns of the rows of
     one row block), releasing each unit's A_READY word."""
-    RM: tl.constexpr = GATHER_FLAGS.RM
-    KB: tl.constexpr = GATHER_FLAGS.KB
+    RM: tl.constexpr = GATHER.RM
+    KB: tl.constexpr = GATHER.KB
     a_rows = GATHER.a_rows
-    M = a_rows * world_size
+    M = a_rows * CTX.world_size
     K = GATHER.K
     kc_cols = GATHER.chunk_cols
     n_kc = tl.cdiv(K, kc_cols)
     n_rb = tl.cdiv(M, BLK_M)
     pieces = tl.cdiv(a_rows, BLK_M) + 1  # row blocks one slot can overlap
-    for u in range(pid, world_size * pieces * n_kc, num_programs):
+    for u in range(pid, pieces * CTX.world_size * n_kc, num_programs):
         slot = u // (pieces * n_kc)
         c = (u // n_kc) % pieces
         kc = u % n_kc
-        dest = (cur_rank + world_size - slot) % world_size
+        dest = (CTX.cur_rank + CTX.world_size - slot) % CTX.world_size
         slot_lo = slot * a_rows
         rb = slot_lo // BLK_M + c
         lo = tl.maximum(rb * BLK_M, slot_lo)
@@ -82,16 +81,15 @@ def gather_program(pid, num_programs, GATHER, GATHER_FLAGS, e, heap_bases, cur_r
                     src = GATHER.A_LOCAL + src_rows[:, None] * GATHER.stride_lm + rk[None, :] * GATHER.stride_lk
                     vals = tl.load(src, mask=mask)
                     dst = GATHER.AG + rows[:, None] * GATHER.stride_gm + rk[None, :] * GATHER.stride_gk
-                    tl.store(translate(dst, cur_rank, dest, heap_bases), vals, mask=mask)
-            notify(GATHER.A_READY + (slot * n_rb + rb) * n_kc + kc, e, cur_rank, dest, heap_bases, "sys")
+                    tl.store(translate(dst, CTX.cur_rank, dest, CTX.heap_bases), vals, mask=mask)
+            notify(GATHER.A_READY + (slot * n_rb + rb) * n_kc + kc, e, CTX.cur_rank, dest, CTX.heap_bases, "sys")
 
 
 @triton.jit
-def gathered_store_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                            heap_bases, cur_rank, world_size):
+def gathered_store_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
     """Store the tile of the rotated product into its rows of C (no flag: nothing moves C afterwards)."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
-    rows = (rm + cur_rank * (M // world_size)) % M
+    rows = (rm + CTX.cur_rank * (M // CTX.world_size)) % M
     tl.store(C + rows[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
 
 

@@ -27,36 +27,35 @@ from overlap.communication.comm_loop import owner_of, rank_order_sum, subtile_of
 
 
 @triton.jit
-def reduce_to_all_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
+def reduce_to_all_tile(pid_m, pid_n, sm, MOVE, CTX,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     """Piece sm of owned tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into every rank's
     C."""
     for sn in tl.static_range(BLK_N // CTN):
         rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
         acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
-                             heap_bases, cur_rank, world_size)
+                             CTX.heap_bases, CTX.cur_rank, CTX.world_size)
         vals = acc.to(MOVE.DST.dtype.element_ty)
         offs = rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
-        for i in range(1, world_size + 1):  # the peers first, this rank's own C last
-            peer = (cur_rank + i) % world_size
-            tl.store(translate(MOVE.DST, cur_rank, peer, heap_bases) + offs, vals, mask=mask)
+        for i in range(1, CTX.world_size + 1):  # the peers first, this rank's own C last
+            peer = (CTX.cur_rank + i) % CTX.world_size
+            tl.store(translate(MOVE.DST, CTX.cur_rank, peer, CTX.heap_bases) + offs, vals, mask=mask)
 
 
 @triton.jit
-def signal_owner_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                          heap_bases, cur_rank, world_size):
+def signal_owner_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
     """Store the partial tile here, then mark it ready on its owner (TILE_FLAGS[cur_rank, tile_id] = epoch there):
     a release at system scope for a peer, at GPU scope where the owner is this rank."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
     tl.debug_barrier()
     n_tiles = tl.cdiv(M, acc.shape[0]) * tl.cdiv(N, acc.shape[1])
-    flag = TILE_FLAGS + cur_rank * n_tiles + tile_id
-    owner = owner_of(tile_id, world_size)
-    if owner == cur_rank:
+    flag = TILE_FLAGS + CTX.cur_rank * n_tiles + tile_id
+    owner = owner_of(tile_id, CTX.world_size)
+    if owner == CTX.cur_rank:
         tl.atomic_xchg(flag, epoch, sem="release", scope="gpu")
     else:
-        tl.atomic_xchg(translate(flag, cur_rank, owner, heap_bases), epoch, sem="release", scope="sys")
+        tl.atomic_xchg(translate(flag, CTX.cur_rank, owner, CTX.heap_bases), epoch, sem="release", scope="sys")
 
 
 RECORD = Algorithm(

@@ -17,20 +17,19 @@ from stream_k.kernel import store_and_signal
 
 
 @triton.jit
-def all_scatter_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
+def all_scatter_tile(pid_m, pid_n, sm, MOVE, CTX,
                      BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     for sn in tl.static_range(BLK_N // CTN):
         rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
         vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
         offs = rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
-        for i in range(1, world_size):
-            peer = (cur_rank + i) % world_size
-            tl.store(translate(MOVE.DST, cur_rank, peer, heap_bases) + offs, vals, mask=mask)
+        for i in range(1, CTX.world_size):
+            peer = (CTX.cur_rank + i) % CTX.world_size
+            tl.store(translate(MOVE.DST, CTX.cur_rank, peer, CTX.heap_bases) + offs, vals, mask=mask)
 
 
 @triton.jit
-def all_scatter_push_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                              heap_bases, cur_rank, world_size):
+def all_scatter_push_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
     """fused_sequential: the GEMM program stores its tile here, then copies it from here into every peer's C, 16
     rows at a time: the accumulator is dead by then, so no peer's addresses sit beside it in the registers (a
     whole tile stored from the accumulator into each peer spilled on sm_90 and sm_100: tools.compile_check)."""
@@ -44,9 +43,9 @@ def all_scatter_push_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, 
         part = (rows[:, None] < M) & (rn[None, :] < N)
         offs = rows[:, None] * stride_cm + rn[None, :] * stride_cn
         vals = tl.load(C + offs, mask=part)
-        for i in tl.range(1, world_size, loop_unroll_factor=1):
-            peer = (cur_rank + i) % world_size
-            tl.store(translate(C, cur_rank, peer, heap_bases) + offs, vals, mask=part)
+        for i in tl.range(1, CTX.world_size, loop_unroll_factor=1):
+            peer = (CTX.cur_rank + i) % CTX.world_size
+            tl.store(translate(C, CTX.cur_rank, peer, CTX.heap_bases) + offs, vals, mask=part)
 
 
 def rows_for_stores(blk_m: int, blk_n: int, world_size: int) -> int:

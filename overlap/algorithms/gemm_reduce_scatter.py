@@ -32,24 +32,24 @@ from overlap.communication.comm_loop import rank_order_sum, subtile_offsets
 
 
 @triton.jit
-def reduce_to_row_owners_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
+def reduce_to_row_owners_tile(pid_m, pid_n, sm, MOVE, CTX,
                               BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     """Piece sm of summed tile (pid_m, pid_n): the rank-order sum of every rank's partial, each row stored into the
     C of the rank that owns it (a piece straddles at most a few owners: one masked store each)."""
-    a_rows = MOVE.M // world_size
+    a_rows = MOVE.M // CTX.world_size
     row0 = pid_m * BLK_M + sm * CTM
     first = row0 // a_rows
     last = (tl.minimum(row0 + CTM, MOVE.M) - 1) // a_rows
     for sn in tl.static_range(BLK_N // CTN):
         rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
         acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
-                             heap_bases, cur_rank, world_size)
+                             CTX.heap_bases, CTX.cur_rank, CTX.world_size)
         vals = acc.to(MOVE.DST.dtype.element_ty)
         for p in range(first, last + 1):
             local = rm - p * a_rows
             mine = (local >= 0) & (local < a_rows)
             offs = tl.where(mine, local, 0)[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
-            tl.store(translate(MOVE.DST, cur_rank, p, heap_bases) + offs, vals, mask=mask & mine[:, None])
+            tl.store(translate(MOVE.DST, CTX.cur_rank, p, CTX.heap_bases) + offs, vals, mask=mask & mine[:, None])
 
 
 RECORD = Algorithm(

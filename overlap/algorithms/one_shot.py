@@ -23,24 +23,23 @@ from overlap.communication.comm_loop import rank_order_sum, subtile_offsets
 
 
 @triton.jit
-def one_shot_tile(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size,
+def one_shot_tile(pid_m, pid_n, sm, MOVE, CTX,
                   BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     """Piece sm of tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into this rank's C."""
     # This rank's heap base address and its peers, computed here from the rank: where GEMM programs join the
     # communication, the compiler would otherwise share them with the publish epilogue's equal values and keep
     # those in registers across the GEMM, where sm_90's 128x256 tile leaves none to spare.
-    cur_rank = opaque(cur_rank)
+    cur_rank = opaque(CTX.cur_rank)
     for sn in tl.static_range(BLK_N // CTN):
         rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
         acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
-                             heap_bases, cur_rank, world_size)
+                             CTX.heap_bases, cur_rank, CTX.world_size)
         tl.store(MOVE.DST + rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn,
                  acc.to(MOVE.DST.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def one_shot_publish_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                              heap_bases, cur_rank, world_size):
+def one_shot_publish_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
     """Store the partial tile locally, then mark it ready on every rank (TILE_FLAGS[cur_rank, tile_id] =
     epoch): released at system scope for the peers (iris_ops.notify_ranks: one system-scope fence for all of
     them, the expensive part of the epilogue), at GPU scope for this rank's own word (its readers are on this
@@ -48,8 +47,8 @@ def one_shot_publish_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, 
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
     n_tiles = tl.cdiv(M, acc.shape[0]) * tl.cdiv(N, acc.shape[1])
-    flag = TILE_FLAGS + cur_rank * n_tiles + tile_id
-    notify_ranks(flag, epoch, cur_rank, heap_bases, world_size, 1)
+    flag = TILE_FLAGS + CTX.cur_rank * n_tiles + tile_id
+    notify_ranks(flag, epoch, CTX.cur_rank, CTX.heap_bases, CTX.world_size, 1)
     tl.atomic_xchg(flag, epoch, sem="release", scope="gpu")
 
 

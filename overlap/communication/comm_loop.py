@@ -8,11 +8,11 @@ GEMM finishes together, belong to different ranks), a rank takes only its own ti
 It waits with acquire loads until the tile's ready words reach the step's epoch `e` (READY_SOURCES words
 per tile: one for a tile this rank's GEMM makes, one per rank for a reduction, whose tile needs every rank's
 partial; 0 for communication timed alone, with every tile taken as ready), then calls the
-algorithm's TILE_FN on each piece (CTM rows) of it that the ticket holds: the whole tile, or one piece where
-tiles are few, so that they still spread over many programs. A wait that times out records the error on every
-rank (iris_ops.error_state) and moves on, so a lost flag fails the step everywhere instead of hanging it.
+algorithm's TILE_FN on each piece (CTM rows) of it that the ticket holds: the whole tile, or one
+piece where tiles are few, so that they still spread over many programs. A wait that times out records the error on
+every rank (iris_ops.error_state) and moves on, so a lost flag fails the step everywhere instead of hanging it.
 
-TILE_FN(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, CTN)
+TILE_FN(pid_m, pid_n, sm, MOVE, CTX, BLK_M, BLK_N, CTM, CTN) (CTX: iris_ops.context.DeviceContext)
 moves piece sm of the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC, its rows sm*CTM .. sm*CTM + CTM - 1, into
 MOVE.DST (overlap.kernel_args.Move), in sub-tiles of CTM x CTN. `rank_order_sum` is the reduction the
 reduce family's movers share: every rank's copy of a sub-tile, loaded together and added in rank order 0, 1,
@@ -24,16 +24,16 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.device import ERR_TILE_READY, read_timer, record_error_all, translate, wait_local_or_error
+from iris_ops.context import now, wait_or_record
+from iris_ops.device import ERR_TILE_READY, translate
 from stream_k.tiles import tile_coords
 
 _ERR_TILE: tl.constexpr = tl.constexpr(ERR_TILE_READY)
 
 
 @triton.jit
-def _move_pieces(tile_id, sm0, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, max_spins, ERRORS,
-                 COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-                 GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
+def _move_pieces(tile_id, sm0, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, COMM_TRACE, CTX,
+                 BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr):
     """Pieces sm0 .. sm0 + MOVE.span - 1 (CTM rows each) of tile_id: wait until the tile is ready (each of its
     READY_SOURCES words >= e), move the pieces with TILE_FN, log them (the tile's trace row: its first piece's wait
     and ready times, its last piece's end and program). Pieces past M have nothing to move."""
@@ -45,18 +45,16 @@ def _move_pieces(tile_id, sm0, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl
     end = tl.minimum(sm0 + MOVE.span, held)
     if sm0 < end:
         if COMM_TRACE is not None:
-            t_wait = read_timer(CLOCK, TIMER)
+            t_wait = now(CTX)
         for s in tl.static_range(READY_SOURCES):
             if MOVE_FLAGS.READY_SYS:
-                ok = wait_local_or_error(MOVE.READY + s * n_tiles + tile_id, e, max_spins, ERRORS, "sys")
+                wait_or_record(CTX, MOVE.READY + s * n_tiles + tile_id, e, _ERR_TILE.value, tile_id, "sys")
             else:
-                ok = wait_local_or_error(MOVE.READY + s * n_tiles + tile_id, e, max_spins, ERRORS, "gpu")
-            if not ok:
-                record_error_all(ERRORS, _ERR_TILE.value, tile_id, cur_rank, heap_bases, world_size)
+                wait_or_record(CTX, MOVE.READY + s * n_tiles + tile_id, e, _ERR_TILE.value, tile_id, "gpu")
         if COMM_TRACE is not None:
-            t_ready = read_timer(CLOCK, TIMER)
+            t_ready = now(CTX)
         for sm in range(sm0, end):
-            TILE_FN(pid_m, pid_n, sm, MOVE, heap_bases, cur_rank, world_size, BLK_M, BLK_N, CTM, MOVE_FLAGS.CTN)
+            TILE_FN(pid_m, pid_n, sm, MOVE, CTX, BLK_M, BLK_N, CTM, MOVE_FLAGS.CTN)
         if COMM_TRACE is not None:
             row = COMM_TRACE + tile_id * 5
             if sm0 == 0:
@@ -64,7 +62,7 @@ def _move_pieces(tile_id, sm0, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl
                 tl.store(row + 1, t_ready)
                 tl.store(row + 2, t_ready)
             if end == held:
-                tl.store(row + 3, read_timer(CLOCK, TIMER))
+                tl.store(row + 3, now(CTX))
                 tl.store(row + 4, trace_pid.to(tl.int64))
 
 
@@ -107,9 +105,8 @@ def rank_order_sum(SRC, offs, mask, heap_bases, cur_rank, world_size: tl.constex
 
 
 @triton.jit
-def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, CLAIM, max_spins, ERRORS,
-                 COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M: tl.constexpr, BLK_N: tl.constexpr,
-                 GSIZE_M: tl.constexpr, TIMER: tl.constexpr):
+def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.constexpr, e, CLAIM, COMM_TRACE, CTX,
+                 BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr):
     """Move this rank's tiles until none is left, MOVE.span pieces (CTM rows each) a ticket: the whole tile, or
     one piece where tiles are few, so that they still spread over many programs (overlap.parts.ticket_span).
     Without CLAIM_TILES: tickets pid, pid + num_programs, ... (static). With CLAIM_TILES, CLAIM is a counter (zero
@@ -120,22 +117,20 @@ def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.con
     PIECES: tl.constexpr = BLK_M // MOVE_FLAGS.CTM
     groups = PIECES // MOVE.span  # tickets per tile
     n_tiles = tl.cdiv(MOVE.M, BLK_M) * tl.cdiv(MOVE.N, BLK_N)
-    n_mine, first = _my_tiles(n_tiles, MOVE.claim_rotate, cur_rank, world_size, MOVE_FLAGS.OWNED)
+    n_mine, first = _my_tiles(n_tiles, MOVE.claim_rotate, CTX.cur_rank, CTX.world_size, MOVE_FLAGS.OWNED)
     if not MOVE_FLAGS.CLAIM_TILES:
         for ticket in range(pid, n_mine * groups, num_programs):
-            tile_id = _tile_of(ticket // groups, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
-                               MOVE_FLAGS.OWNED)
+            tile_id = _tile_of(ticket // groups, n_tiles, n_mine, first, MOVE.claim_rotate, CTX.cur_rank,
+                               CTX.world_size, MOVE_FLAGS.OWNED)
             _move_pieces(tile_id, (ticket % groups) * MOVE.span, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e,
-                         max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N,
-                         GSIZE_M, TIMER)
+                         COMM_TRACE, CTX, BLK_M, BLK_N, GSIZE_M)
     else:
         ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
         while ticket < n_mine * groups:
-            tile_id = _tile_of(ticket // groups, n_tiles, n_mine, first, MOVE.claim_rotate, cur_rank, world_size,
-                               MOVE_FLAGS.OWNED)
+            tile_id = _tile_of(ticket // groups, n_tiles, n_mine, first, MOVE.claim_rotate, CTX.cur_rank,
+                               CTX.world_size, MOVE_FLAGS.OWNED)
             _move_pieces(tile_id, (ticket % groups) * MOVE.span, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e,
-                         max_spins, ERRORS, COMM_TRACE, CLOCK, heap_bases, cur_rank, world_size, BLK_M, BLK_N,
-                         GSIZE_M, TIMER)
+                         COMM_TRACE, CTX, BLK_M, BLK_N, GSIZE_M)
             ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
 
 

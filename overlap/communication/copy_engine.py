@@ -35,8 +35,7 @@ import triton.language as tl
 
 
 @triton.jit
-def store_and_count(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch,
-                    heap_bases, cur_rank, world_size):
+def store_and_count(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
     """EPILOGUE of the copy-engine mode: masked store of the tile, then +1 on its band's count (release, system
     scope: the copy engine reads the band once its count is complete). TILE_FLAGS[pid_m] holds the index, in
     TILE_FLAGS, of the count of tile row pid_m's band (a map written once by the op; see band_counts)."""

@@ -101,7 +101,7 @@ def run_builds(rows: list[Row], jobs: int, cache_dir: Path | None) -> None:
     longest)."""
     global _WORK, _CACHE_DIR
     _CACHE_DIR = cache_dir
-    order = sorted(range(len(rows)), key=lambda i: "BLK_K" not in rows[i].build.constexprs)
+    order = sorted(range(len(rows)), key=lambda i: "TILING.BLK_K" not in rows[i].build.constexprs)
     _WORK = [(rows[i].target, rows[i].build) for i in order]
     if jobs > 1 and len(_WORK) > 1:
         with multiprocessing.get_context("fork").Pool(min(jobs, len(_WORK))) as pool:

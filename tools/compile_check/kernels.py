@@ -23,6 +23,7 @@ from iris_ops.device_barrier import device_barrier_kernel
 from overlap.listing import LAUNCH_KINDS, every_launch, every_mode, op_for
 from stream_k.dtypes import torch_dtype
 from stream_k.gemm import StreamKGemm
+from stream_k.kernel_args import unwrapped
 from stream_k.layout import padded_cols
 from stream_k.select import choose_gemm, default_tma
 from tools.compile_check import probes
@@ -97,7 +98,7 @@ def gemm_spec(target: BuildTarget, shape: tuple[int, int, int], dtype: str, *, t
                  "gemm_trace": torch.zeros((choice.plan.num_tiles, 3), dtype=torch.int64)}
     launch = gemm.launch_spec(a, b, c, **extra)
     k, p, args = gemm.config, gemm.plan, launch.args
-    unaligned = any(args[name] % 16 for name in ("stride_am", "stride_bk", "stride_cm"))
+    unaligned = any(getattr(args["SIZES"], name) % 16 for name in ("stride_am", "stride_bk", "stride_cm"))
     config = (f"{dtype} {k.BLK_M}x{k.BLK_N}x{k.BLK_K}/s{k.num_stages}/w{k.num_warps}{'/tma' if k.tma else ''}"
               f" r{p.sk_rounds}{'' if p.even_k else ' ragged_k'}{' unaligned' if unaligned else ''}"
               f"{' ' + odd + '%16' if (odd := ''.join(d for d, v in zip('MNK', shape) if v % 16)) else ''}"
@@ -144,9 +145,10 @@ def gemm_variant_specs(target: BuildTarget) -> Iterator[LaunchSpec]:
 
 
 def _gemm_label(dtype: str, args: Mapping[str, Any], options: Mapping[str, Any]) -> str:
-    """A GEMM-bearing launch's tile, stages, warps, TMA, Stream-K rounds and K (from its arguments)."""
-    return (f"{dtype} {args['BLK_M']}x{args['BLK_N']}x{args['BLK_K']}/s{options['num_stages']}/w{options['num_warps']}"
-            f"{'/tma' if args['USE_TMA'] else ''} r{args['SK_ROUNDS']}{'' if args['EVEN_K'] else ' ragged_k'}")
+    """A GEMM-bearing launch's tile, stages, warps, TMA, Stream-K rounds and K (from its argument groups)."""
+    t, s = unwrapped(args["TILING"]), unwrapped(args["SCHEDULE"])
+    return (f"{dtype} {t['BLK_M']}x{t['BLK_N']}x{t['BLK_K']}/s{options['num_stages']}/w{options['num_warps']}"
+            f"{'/tma' if t['USE_TMA'] else ''} r{s['SK_ROUNDS']}{'' if t['EVEN_K'] else ' ragged_k'}")
 
 
 def op_use(algorithm: str, mode: str, world: int, kind: str) -> str:
@@ -166,7 +168,7 @@ def op_specs(target: BuildTarget, worlds: Sequence[int] | None = None, kinds: Se
         for world in OP_WORLDS[target.name] if worlds is None else worlds:
             op = op_for(alg, mode, m, n, k, OP_DATATYPE, target.device, world_size=world)
             for kind, launch in every_launch(op, kinds):
-                label = _gemm_label(OP_DATATYPE, launch.args, launch.options) if "BLK_K" in launch.args else \
+                label = _gemm_label(OP_DATATYPE, launch.args, launch.options) if "TILING" in launch.args else \
                     OP_DATATYPE
                 yield LaunchSpec.of(launch, config=f"{alg} {mode} world{world} {label}"
                                     f"{'' if kind in OP_KINDS else ' ' + kind}",
