@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from iris_ops import ERROR_WORDS, ErrorState, Iris
-from overlap.algorithms import Algorithm
+from overlap.algorithms import AlgorithmRecord
 from overlap.algorithms.all_gather_gemm import a_chunk_cols, a_ready_words
 from overlap.bands import row_bands
 from overlap.communication.copy_engine import band_counts
@@ -29,7 +29,7 @@ from stream_k.tiles import num_tiles
 _ALIGN = 1024
 
 
-def c_layout(alg: Algorithm, m: int, n: int, world: int) -> tuple[int, int, int]:
+def c_layout(alg: AlgorithmRecord, m: int, n: int, world: int) -> tuple[int, int, int]:
     """(rows, columns of the heap buffer that holds C, column block of each rank in it): all_scatter on several
     ranks whose N/W is not a multiple of 16 gets one padded block per rank ("wide C"); otherwise C's row stride
     is padded."""
@@ -45,7 +45,7 @@ def _up(x: int) -> int:
     return max(_ALIGN, -(-x // _ALIGN) * _ALIGN)
 
 
-def heap_bytes(alg: Algorithm, m: int, n: int, k: int, datatype: str, world: int, blk_m: int, blk_n: int,
+def heap_bytes(alg: AlgorithmRecord, m: int, n: int, k: int, datatype: str, world: int, blk_m: int, blk_n: int,
                copy_engine: bool) -> int:
     """Bytes of symmetric heap one op allocates on each rank (OpBuffers.allocate's heap tensors)."""
     dt = DATATYPES[datatype]
@@ -90,7 +90,7 @@ class OpBuffers:
     comm_trace: torch.Tensor | None = None
 
     @classmethod
-    def allocate(cls, alg: Algorithm, m: int, n: int, k: int, datatype: str, world: int, rank: int,
+    def allocate(cls, alg: AlgorithmRecord, m: int, n: int, k: int, datatype: str, world: int, rank: int,
                  blk_m: int, blk_n: int, copy_engine: bool, shmem: Iris, device: torch.device,
                  dtype: torch.dtype, out_dtype: torch.dtype) -> OpBuffers:
         need = heap_bytes(alg, m, n, k, datatype, world, blk_m, blk_n, copy_engine)

@@ -41,7 +41,7 @@ from typing import Any
 import torch
 
 from iris_ops import ErrorState, Iris
-from overlap.algorithms import ALGORITHMS, Algorithm
+from overlap.algorithms import ALGORITHMS, AlgorithmRecord
 from overlap.buffers import OpBuffers
 from overlap.config import OverlapConfig, SlowModeWarning
 from overlap.modes import MODE_STEPS, ModeSteps
@@ -75,7 +75,7 @@ class OverlapOp:
         if (cfg.plan_info or {}).get("slow_mode") and self.runnable and self.rank == 0:  # predicted far behind
             warnings.warn(cfg.plan_info["slow_mode"], SlowModeWarning, stacklevel=2)
         assert cfg.kernel is not None and cfg.total_sms is not None and cfg.gemm_sms is not None
-        self.algorithm: Algorithm = ALGORITHMS[cfg.algorithm]
+        self.algorithm: AlgorithmRecord = ALGORITHMS[cfg.algorithm]
         self.mode: ModeSteps = MODE_STEPS[cfg.mode]
         self.dtype = TORCH_DTYPES[cfg.datatype]
         self.out_dtype = output_dtype(cfg.datatype)

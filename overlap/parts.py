@@ -19,7 +19,7 @@ import triton.language as tl
 
 import spec
 from iris_ops.context import DeviceContext, device_context
-from overlap.algorithms import Algorithm
+from overlap.algorithms import AlgorithmRecord
 from overlap.algorithms.all_gather_gemm import a_chunk_cols
 from overlap.buffers import OpBuffers
 from overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
@@ -51,7 +51,7 @@ def ticket_span(tiles: int, owners: int, pieces: int, programs: int) -> int:
 class Parts:
     """One op's launch builders (see the module docstring)."""
 
-    def __init__(self, cfg: OverlapConfig, alg: Algorithm, bufs: OpBuffers, target: Target, rank: int, world: int,
+    def __init__(self, cfg: OverlapConfig, alg: AlgorithmRecord, bufs: OpBuffers, target: Target, rank: int, world: int,
                  heap_bases: torch.Tensor, device: torch.device) -> None:
         assert cfg.kernel is not None and cfg.total_sms is not None and cfg.gemm_sms is not None
         self.cfg, self.alg, self.bufs, self.target = cfg, alg, bufs, target

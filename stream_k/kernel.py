@@ -78,7 +78,6 @@ run only by the program whose range holds it.
 
 from __future__ import annotations
 
-import os
 from typing import Any, NamedTuple
 
 import triton
@@ -86,10 +85,11 @@ import triton.language as tl
 
 from iris_ops.context import now, wait_or_record
 from iris_ops.device import ERR_A_ROWS, fence_proxy_async_global, wait_bulk_stores
+from iris_ops.env import interpreted
 from stream_k.tiles import tile_coords
 
 _ERR_A_ROWS: tl.constexpr = tl.constexpr(ERR_A_ROWS)
-_INTERPRET: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
+_INTERPRET: tl.constexpr = tl.constexpr(interpreted())
 
 
 @triton.jit

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import spec
 from overlap.algorithms import all_gather_gemm, all_reduce, all_scatter, gemm_reduce_scatter, one_shot
-from overlap.algorithms.record import Algorithm, Rates
+from overlap.algorithms.record import AlgorithmRecord, Rates
 
-ALGORITHMS: dict[str, Algorithm] = {m.RECORD.name: m.RECORD for m in (
+ALGORITHMS: dict[str, AlgorithmRecord] = {m.RECORD.name: m.RECORD for m in (
     all_reduce, all_scatter, one_shot, all_gather_gemm, gemm_reduce_scatter)}
 assert set(ALGORITHMS) == set(spec.ALGORITHMS)
 assert all((a.copy_schedule is not None) == a.spec.has_mode("copy_engine") for a in ALGORITHMS.values())
 
-__all__ = ["ALGORITHMS", "Algorithm", "Rates"]
+__all__ = ["ALGORITHMS", "AlgorithmRecord", "Rates"]

@@ -29,7 +29,7 @@ import triton.language as tl
 
 import spec
 from iris_ops.device import notify, translate
-from overlap.algorithms.record import Algorithm, Rates
+from overlap.algorithms.record import AlgorithmRecord, Rates
 
 A_CHUNK_COLS = 1024  # columns of one arrival chunk (a multiple of every BLK_K): 256 KiB of 128 bf16 rows
 MAX_A_CHUNKS = 32  # chunks of A's columns at most (the ready words a GEMM work item may wait on)
@@ -94,7 +94,7 @@ def gathered_store_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, ti
 
 
 
-RECORD = Algorithm(
+RECORD = AlgorithmRecord(
     spec.ALGORITHMS["all_gather_gemm"], None, gathered_store_epilogue, None,
     ready_from_every_rank=False, writes_peers=True, partial_buffer=False, copy_schedule="gather_a",
     # pushes of A's rows: 40 MB in 0.58 ms from 12 programs, 0.16 ms from 132 (4864 x 4096 x 8256 on 2 x H200)

@@ -22,7 +22,7 @@ import triton.language as tl
 
 import spec
 from iris_ops.device import translate
-from overlap.algorithms.record import Algorithm, Rates, rows_for_loads_in_flight
+from overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
 from overlap.communication.comm_loop import owner_of, rank_order_sum, subtile_offsets
 
 
@@ -58,7 +58,7 @@ def signal_owner_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile
         tl.atomic_xchg(translate(flag, CTX.cur_rank, owner, CTX.heap_bases), epoch, sem="release", scope="sys")
 
 
-RECORD = Algorithm(
+RECORD = AlgorithmRecord(
     spec.ALGORITHMS["all_reduce"], reduce_to_all_tile, signal_owner_epilogue, None,
     ready_from_every_rank=True, writes_peers=True, partial_buffer=True, owns_tiles=True,
     comm_tile_rows=rows_for_loads_in_flight,

@@ -11,7 +11,7 @@ import triton.language as tl
 
 import spec
 from iris_ops.device import translate
-from overlap.algorithms.record import Algorithm, Rates
+from overlap.algorithms.record import AlgorithmRecord, Rates
 from overlap.communication.comm_loop import subtile_offsets
 from stream_k.kernel import store_and_signal
 
@@ -56,7 +56,7 @@ def rows_for_stores(blk_m: int, blk_n: int, world_size: int) -> int:
     return min(blk_m, 1 << (rows.bit_length() - 1))
 
 
-RECORD = Algorithm(
+RECORD = AlgorithmRecord(
     spec.ALGORITHMS["all_scatter"], all_scatter_tile, store_and_signal, all_scatter_push_epilogue,
     ready_from_every_rank=False, writes_peers=True, partial_buffer=False, copy_schedule="scatter",
     comm_tile_rows=rows_for_stores,

@@ -27,7 +27,7 @@ import triton.language as tl
 import spec
 from iris_ops.device import translate
 from overlap.algorithms.all_reduce import signal_owner_epilogue
-from overlap.algorithms.record import Algorithm, Rates, rows_for_loads_in_flight
+from overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
 from overlap.communication.comm_loop import rank_order_sum, subtile_offsets
 
 
@@ -52,7 +52,7 @@ def reduce_to_row_owners_tile(pid_m, pid_n, sm, MOVE, CTX,
             tl.store(translate(MOVE.DST, CTX.cur_rank, p, CTX.heap_bases) + offs, vals, mask=mask & mine[:, None])
 
 
-RECORD = Algorithm(
+RECORD = AlgorithmRecord(
     spec.ALGORITHMS["gemm_reduce_scatter"], reduce_to_row_owners_tile, signal_owner_epilogue, None,
     ready_from_every_rank=True, writes_peers=True, partial_buffer=True, owns_tiles=True,
     copy_schedule="reduce_rows", comm_tile_rows=rows_for_loads_in_flight,

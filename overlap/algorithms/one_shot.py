@@ -18,7 +18,7 @@ import triton.language as tl
 
 import spec
 from iris_ops.device import notify_ranks, opaque
-from overlap.algorithms.record import Algorithm, Rates, rows_for_loads_in_flight
+from overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
 from overlap.communication.comm_loop import rank_order_sum, subtile_offsets
 
 
@@ -52,7 +52,7 @@ def one_shot_publish_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, 
     tl.atomic_xchg(flag, epoch, sem="release", scope="gpu")
 
 
-RECORD = Algorithm(
+RECORD = AlgorithmRecord(
     spec.ALGORITHMS["one_shot"], one_shot_tile, one_shot_publish_epilogue, None,
     ready_from_every_rank=True, writes_peers=False, partial_buffer=True,
     comm_tile_rows=rows_for_loads_in_flight,

@@ -2,7 +2,7 @@
 the GEMM runs, which tile kernel moves a tile, how a tile's readiness is told and who moves it, what the
 communication must do before it writes to a peer, which copy schedule mode copy_engine runs, its communication
 sub-tile and the rates the planner's cost model uses for it. The sharding itself (each rank's shards, its output,
-the bytes moved, the modes built for it) is the algorithm's spec record (`Algorithm.spec`). Nothing else in the op
+the bytes moved, the modes built for it) is the algorithm's spec record (`AlgorithmRecord.spec`). Nothing else in the op
 branches on an algorithm's name.
 """
 
@@ -45,7 +45,7 @@ def rows_for_loads_in_flight(blk_m: int, blk_n: int, world_size: int) -> int:
 
 
 @dataclass(frozen=True)
-class Algorithm:
+class AlgorithmRecord:
     spec: spec.Algorithm
     tile_fn: Any  # moves one finished tile (None: the algorithm moves A's rows, not C's tiles)
     epilogue: Any  # the GEMM epilogue when communication tiles move the data
