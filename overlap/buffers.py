@@ -18,7 +18,7 @@ import torch
 
 from iris_ops import ERROR_WORDS, ErrorState, Iris
 from overlap.algorithms import AlgorithmRecord
-from overlap.algorithms.all_gather_gemm import a_chunk_cols, a_ready_words
+from overlap.algorithms.all_gather_gemm import a_chunks, a_ready_words
 from overlap.bands import row_bands
 from overlap.communication.copy_engine import band_counts
 from overlap.kernels import control_words
@@ -129,8 +129,7 @@ class OpBuffers:
         counts = counts_init.to(device) if counts_init is not None else None
         recv = (shmem.zeros(world, m // world, padded_cols(n), dtype=out_dtype)[:, :, :n] if kind == "reduce_rows"
                 else None)
-        n_kc = -(-k // a_chunk_cols(k))
-        fill = torch.zeros(n_rb * n_kc, dtype=torch.int32, device=device) if kind == "gather_a" else None
+        fill = torch.zeros(n_rb * a_chunks(k), dtype=torch.int32, device=device) if kind == "gather_a" else None
         errors = ErrorState(shmem)
         return cls(a, b, heap_c, c, wide, partial, gemm_out, ready, ctrl, errors, ag, a_ready, counts, counts_init,
                    recv, fill, tiles, -(-local_n // blk_n))

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from overlap.algorithms.all_gather_gemm import a_chunks
 from overlap.bands import row_bands
 from overlap.buffers import OpBuffers
 from overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
@@ -100,7 +101,7 @@ def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill:
     m = ag.shape[0]
     a_rows = m // world
     n_rb = -(-m // blk_m)
-    n_kc = a_ready.numel() // (world * n_rb)
+    n_kc = a_chunks(a.shape[1])
     ops: list[Op] = []
     for slot in range(world):
         dest = (peers.rank + world - slot) % world

@@ -120,8 +120,10 @@ class Parts:
         if not self.alg.gathers_a:
             return None
         assert bufs.ag is not None and bufs.a_ready is not None and cfg.kernel is not None
+        chunk = a_chunk_cols(cfg.k)
+        assert chunk % cfg.kernel.BLK_K == 0, f"A's arrival chunks ({chunk} columns) must be whole K blocks"
         return Gather(a, a.stride(0), a.stride(1), bufs.ag, bufs.ag.stride(0), bufs.ag.stride(1), bufs.a_ready,
-                      max(1, a.shape[0]), cfg.k, a_chunk_cols(cfg.k), *(tl.constexpr(v) for v in (
+                      max(1, a.shape[0]), cfg.k, chunk, *(tl.constexpr(v) for v in (
                           min(cfg.kernel.BLK_M, 64), 256, in_comm, in_gemm, gemm_waits)))
 
     def overlap(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, step_programs: int,

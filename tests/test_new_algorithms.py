@@ -71,9 +71,9 @@ def test_bf16(tmp_path: Path) -> None:
 def test_all_gather_gemm_in_chunks_of_columns(tmp_path: Path) -> None:
     """K = 2100: A's rows arrive in three chunks of columns (overlap.algorithms.all_gather_gemm.a_chunk_cols), each
     with its own ready words, and Stream-K pieces wait for the chunks their K range reads."""
-    from overlap.algorithms.all_gather_gemm import a_chunk_cols
+    from overlap.algorithms.all_gather_gemm import a_chunks
 
-    assert -(-2100 // a_chunk_cols(2100)) == 3
+    assert a_chunks(2100) == 3
     modes = ("fused", "two_streams", "copy_engine")
     result = run_mpi(2, SCRIPT, "--steps", "2", "--algorithms", "all_gather_gemm", "--modes", ",".join(modes),
                      "--m", "48", "--n", "32", "--k", "2100", timeout=600, env=shm_env(tmp_path / "shm"))

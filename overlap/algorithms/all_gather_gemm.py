@@ -41,9 +41,14 @@ def a_chunk_cols(k: int) -> int:
     return A_CHUNK_COLS * max(1, -(-chunks // MAX_A_CHUNKS))
 
 
+def a_chunks(k: int) -> int:
+    """Chunks of A's K columns, each with its ready words."""
+    return -(-k // a_chunk_cols(k))
+
+
 def a_ready_words(m: int, k: int, blk_m: int, world: int) -> int:
     """Ready words of the gathered A: one per (slot, row block, chunk of columns)."""
-    return world * -(-m // blk_m) * -(-k // a_chunk_cols(k))
+    return world * -(-m // blk_m) * a_chunks(k)
 
 
 @triton.jit

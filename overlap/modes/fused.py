@@ -47,10 +47,9 @@ def overlapped_cost(p: Problem, c: Candidate, g: float, fused: bool) -> float:
     extra = 0.0 if fused else STEP_US["two_streams"] / 1e3
     base = local_ms(p) + sync_ms(p) + extra
     if p.spec.family.a == "rows":  # the other way round: the GEMM waits for the rows the programs push
-        # Each GEMM program's Stream-K range spans every slot of A, so most programs wait for the last slots: on
-        # 4 x H100 the step took about the GEMM alone plus the push alone (1024 x 8192 x 8192: 0.152 ms against
-        # 0.076 + 0.067; 512 x 8192 x 28672: 0.26 against 0.142 + 0.10), a little less at 8192^3 (0.60 against
-        # 0.44 + 0.40); modelled as no overlap.
+        # Each GEMM program's Stream-K range spans every slot of A, so most programs wait for the last slots: the
+        # step measures about the GEMM alone plus the push alone (results/README.md, "The sequence-parallel pair on
+        # 4 GPUs"), modelled as no overlap.
         return g + remote / comm_rate(p, T - G, fused) + base
     plan = c.gemm.plan
     tiles = plan.num_tiles
