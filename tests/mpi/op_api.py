@@ -30,7 +30,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from op_back_to_back import TOL, cpu_options, global_inputs, load_inputs, rel_error, shards, sync
@@ -218,7 +220,14 @@ TIMEOUT_CASES = (("all_reduce", "fused"), ("all_scatter", "two_streams"), ("one_
 
 
 def check_timeout(shmem) -> str:
-    return "; ".join(f"{alg} {mode}: {timeout_case(shmem, alg, mode)}" for alg, mode in TIMEOUT_CASES)
+    done = []
+    for alg, mode in TIMEOUT_CASES:
+        try:
+            done.append(f"{alg} {mode}: {timeout_case(shmem, alg, mode)}")
+        except Exception:  # name the case (the ones before it passed), then fail as it did
+            print(f"OP_API_CASE timeout rank {shmem.get_rank()}: {alg} {mode} failed", flush=True)
+            raise
+    return "; ".join(done)
 
 
 def timeout_case(shmem, alg: str, mode: str) -> str:
@@ -301,7 +310,9 @@ def main() -> int:
         try:
             detail = every[name](shmem)
         except Exception as exc:
-            print(f"OP_API_FAIL {name} rank {rank}: {type(exc).__name__}: {exc}", flush=True)
+            here = [f"{Path(f.filename).name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)
+                    if f.filename == __file__]  # where in this file it was raised: the check's step, not the library
+            print(f"OP_API_FAIL {name} rank {rank} (at {' > '.join(here)}): {type(exc).__name__}: {exc}", flush=True)
             return 1
         if rank == 0:
             print(f"OP_API_OK {name} ({time.monotonic() - start:.1f} s): {detail}", flush=True)
