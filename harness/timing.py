@@ -11,15 +11,20 @@ rank's clock then starts within a few microseconds of the others'. End to end is
 events on the GPU (host clock on the CPU backend); kernels are timed with the event pairs the step records through
 `StepTimer.span`. Per iteration the slowest rank's time is kept, since a distributed step is done
 only when its last rank is. benchmark.py and reference/ both time through here.
+
+`watch` (a harness.device_watch.DeviceWatch, or None) bounds the waits for the device: every drain marks the stream
+first, and the back-to-back loops mark it every few steps (one event record, no synchronize in a timed region), so a
+device that stops making progress (a peer's collective that never completes) ends the process instead of hanging it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
+from harness.device_watch import DeviceWatch
 from harness.progress import Progress
 
 # ~0.5 ms of device spin (at ~2 GHz) queued before each timed iteration: longer than the host needs
@@ -105,6 +110,7 @@ def time_iterations(
     before_each: Callable[[], None] | None = None,
     start_sync: Callable[[int], None] | None = None,
     progress: Progress | None = None,
+    watch: DeviceWatch | None = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
     """Run `step` warmup + iters times; return per-iteration e2e ms and per-kernel ms (timed part only).
 
@@ -112,7 +118,7 @@ def time_iterations(
     `start_sync(i)` queues iteration i's device-side start barrier (after the spin, before the start event).
     With `allgather`, each iteration's time is the maximum over ranks.
     """
-    sync = _device_sync if use_events else (lambda: None)
+    sync = (lambda: device_sync(watch)) if use_events else (lambda: None)
     e2e: list[float] = []
     kernels: dict[str, list[float]] = {}
     for it in range(warmup + iters):
@@ -154,11 +160,13 @@ def queue_ahead() -> None:
         torch.cuda._sleep(QUEUE_AHEAD_CYCLES)
 
 
-def _device_sync() -> None:
+def device_sync(watch: DeviceWatch | None = None) -> None:
+    """Wait for the device to finish its work; with a watch, the wait is bounded (a mark goes first)."""
     import torch
 
+    if watch is not None:
+        watch.mark()
     torch.cuda.synchronize()
-
 
 
 def time_loop(
@@ -172,11 +180,13 @@ def time_loop(
     start_sync: Callable[[int], None] | None = None,
     repeats: int = LOOP_REPEATS,
     progress: Progress | None = None,
+    watch: DeviceWatch | None = None,
 ) -> list[float]:
     """ms per step of `iters` steps launched back to back, one figure per repeat (the slowest rank's).
     `progress` counts steps (warmup + repeats * iters): its check between two launches costs the host well under a
-    microsecond, and it prints only after ~10 s, which no loop on a GPU takes (the interpreter's do)."""
-    sync = _device_sync if use_events else (lambda: None)
+    microsecond, and it prints only after ~10 s, which no loop on a GPU takes (the interpreter's do). `watch`
+    marks the stream every `watch.every` steps (one event record, no synchronize)."""
+    sync = (lambda: device_sync(watch)) if use_events else (lambda: None)
     done = 0
 
     def counted() -> None:
@@ -185,6 +195,8 @@ def time_loop(
         done += 1
         if progress is not None:
             progress.tick(done)
+        if watch is not None:
+            watch.step()
 
     for _ in range(warmup):
         counted()
@@ -202,6 +214,8 @@ def time_loop(
             for _ in range(iters):
                 counted()
             end.record()
+            if watch is not None:
+                watch.mark()
             end.synchronize()
             ms = start.elapsed_time(end)
         else:
@@ -225,10 +239,11 @@ def host_us_per_call(
     use_events: bool,
     busy_ms_per_call: float = 1.0,
     progress: Progress | None = None,
+    watch: DeviceWatch | None = None,
 ) -> list[float]:
     """Host microseconds of each of `calls` calls of `step`, with the device kept busy (a spin queued first,
     long enough that no launch waits for the device), as a profiler reads a launch's CPU time."""
-    sync = _device_sync if use_events else (lambda: None)
+    sync = (lambda: device_sync(watch)) if use_events else (lambda: None)
     sync()
     barrier()
     if use_events:
@@ -243,15 +258,18 @@ def host_us_per_call(
         out.append((time.perf_counter() - t0) * 1e6)
         if progress is not None:
             progress.tick(i + 1)  # after the call's clock stopped
+        if watch is not None:
+            watch.step()  # after the call's clock stopped too
     sync()
     barrier()
     return out
 
 
 class CapturedStep:
-    """One step captured in a CUDA graph (after the caller's eager warm-up), replayed by calling it."""
+    """One step captured in a CUDA graph (after the caller's eager warm-up), replayed by calling it. With a
+    watch, the eager step's wait is bounded and the watch is paused during the capture (see harness.device_watch)."""
 
-    def __init__(self, step: Callable[[], None]) -> None:
+    def __init__(self, step: Callable[[], None], watch: DeviceWatch | None = None) -> None:
         import torch
 
         self.graph = torch.cuda.CUDAGraph()
@@ -260,9 +278,11 @@ class CapturedStep:
         with torch.cuda.stream(side):
             step()  # one more eager step on the capture's stream first, as torch's docs ask
         torch.cuda.current_stream().wait_stream(side)
-        with torch.cuda.graph(self.graph):
-            step()
-        torch.cuda.synchronize()
+        device_sync(watch)  # drained here, watched: torch.cuda.graph drains again on entry, with the watch paused
+        with watch.paused() if watch is not None else nullcontext():
+            with torch.cuda.graph(self.graph):
+                step()
+        device_sync(watch)
 
     def __call__(self) -> None:
         self.graph.replay()

@@ -6,7 +6,8 @@ Exit codes:
      `skipped` says why);
   1  a variant failed (an allocation or its first step raised on some rank: the line says which
      rank and why, and no log is written for it, so a sweep reruns it), a validation failed, the
-     process group could not start, or a rank hit an error while timing;
+     process group could not start, a rank hit an error while timing, or a rank's GPU made no progress
+     for --timeout_s (a peer stopped or died in a collective: harness.device_watch);
   2  a bad flag, an output path that cannot be written, or --device cuda without a GPU: one line on
      stderr naming the flag (from rank 0), on every rank, before any process group exists.
 """
@@ -39,7 +40,7 @@ def preflight(argv: list[str], world_size: int, prog: str = PROG) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """The work; raises ConfigError for bad input (iris_ops.entry.run_main makes that one line and exit 2)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--"]:  # a launcher's separator (run.sh passes `torchrun ... -m reference -- flags`)
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     from reference.runner import run_variant, summary_line
     from reference.world import init_world
 
-    world = init_world(cfg.device, cfg.timeout_s)
+    world = init_world(cfg.device, cfg.timeout_s, prog)
     paths = output_paths(cfg, world.world_size)
     failed = False
     for key in cfg.variants:
@@ -77,7 +78,7 @@ def entry(argv: list[str] | None = None, prog: str = PROG) -> int:
     """main's exit code, every failure one line (iris_ops.entry.run_main: exit 2 for bad input, 1 for a failure,
     130 for Ctrl-C). After a failure the process ends at once: a peer is likely blocked in a collective, and an
     exit handler (mpi4py's MPI_Finalize) would wait for it; the launcher stops the rest."""
-    code = run_main(lambda: main(argv), prog)
+    code = run_main(lambda: main(argv, prog), prog)
     if code == EXIT_FAILED:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
       help="folder for one JSON log per variant, named ref_<variant>_<datatype>_<M>x<N>x<K>_w<world size>.json")
     a("--seed", type=int_in(0, MAX_SEED), default=0, help="inputs of rank r come from seed + 1 + r (shared: seed)")
     a("--timeout_s", type=timeout_seconds, default=300.0,
-      help="process-group init and every collective give up after this many seconds")
+      help="process-group init and every collective give up after this many seconds (on a GPU: a device that "
+      "completes no work for this long ends the rank)")
     a("--device", default="auto", choices=("auto", "cuda", "cpu"), help="auto: the GPU if torch sees one")
     a("--gather_layout", default="row_major", choices=GATHER_LAYOUTS,
       help="all_gather: row_major ends with a contiguous M x N C (the gathered [W, M, N/W] blocks are "

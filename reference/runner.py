@@ -22,6 +22,7 @@ from harness.timing import (
     LOOP_METHOD,
     CapturedStep,
     StepTimer,
+    device_sync,
     host_us_per_call,
     time_iterations,
     time_loop,
@@ -34,8 +35,9 @@ from reference.world import World
 
 
 def _sync(world: World) -> None:
+    """Wait for this rank's device, bounded by --timeout_s (the world's watch)."""
     if world.device.type == "cuda":
-        torch.cuda.synchronize(world.device)
+        device_sync(world.watch)
 
 
 def _try_prepare(variant: Variant, world: World, cfg: RefConfig) -> tuple[Prepared | None, str | None]:
@@ -87,17 +89,18 @@ def _back_to_back(prepared: Prepared, world: World, cfg: RefConfig, timed: dict[
         prepared.step(quiet)
 
     loop = time_loop(call, **timed)
-    host = host_us_per_call(call, calls=min(cfg.iters, 100), barrier=world.barrier, use_events=timed["use_events"])
+    host = host_us_per_call(call, calls=min(cfg.iters, 100), barrier=world.barrier, use_events=timed["use_events"],
+                            watch=world.watch)
     out: dict[str, Any] = {"loop": summarize_ms(loop), "loop_method": LOOP_METHOD, "host_us": summarize_ms(host),
                            "host_method": HOST_METHOD, "graph_ms": None}
     out["loop_ms"] = out["loop"]["median"]
     out["host_us_per_step"] = out["host_us"]["median"]
     if cfg.graph and world.device.type == "cuda":
         try:
-            graph = CapturedStep(call)
+            graph = CapturedStep(call, world.watch)
         except Exception as exc:  # a variant that cannot be captured says why; the eager figures stand
             out["graph_skipped"] = f"{type(exc).__name__}: {str(exc)[:200]}"
-            torch.cuda.synchronize()
+            _sync(world)
         else:
             out["graph"] = summarize_ms(time_loop(graph, **timed))
             out["graph_ms"] = out["graph"]["median"]
@@ -143,7 +146,7 @@ def run_variant(key: str, world: World, cfg: RefConfig) -> dict[str, Any]:
                           validation={"enabled": cfg.validate, "passed": None}, extra=extra)
 
     timed = {"iters": cfg.iters, "warmup": cfg.warmup, "barrier": world.barrier,
-             "use_events": world.device.type == "cuda", "allgather": world.allgather,
+             "use_events": world.device.type == "cuda", "allgather": world.allgather, "watch": world.watch,
              "start_sync": _device_barrier(world) if cfg.start_sync == "device" and w > 1 else None}
     progress = Progress(f"{key} isolated steps", cfg.iters + cfg.warmup, enabled=world.rank == 0 and not cfg.quiet)
     e2e, kernels = time_iterations(prepared.step, progress=progress, **timed)

@@ -8,7 +8,10 @@ set for anything that reads them. Under `torchrun`, its env:// rendezvous is use
 
 The device group is NCCL on NVIDIA, RCCL on AMD (torch calls both "nccl") and gloo on the CPU.
 Barrier and allgather of timings go through a separate gloo group, so they never put work on the
-GPU. Every wait is bounded by --timeout_s: a rank that dies turns into an error, not a hang.
+GPU. Every wait is bounded by --timeout_s: a rank that dies turns into an error, not a hang. Host waits give up on
+their own (gloo's and the store's timeouts, a watchdog around MPI start-up); NCCL and torch symmetric-memory kernels
+have no timeout on the device, so on a GPU the world's `watch` (harness.device_watch) ends a rank whose device makes
+no progress for --timeout_s, with one line.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from harness.device_watch import DeviceWatch, cuda_watch, exit_on_stall
 from iris_ops.bootstrap import startup_failure
 
 
@@ -67,6 +71,7 @@ class World:
     backend: str  # torch backend name of the device group: "nccl" or "gloo"
     comm_library: str  # "nccl", "rccl" or "gloo"
     host_group: Any
+    watch: DeviceWatch | None = None  # bounds the waits for the GPU (None on the CPU, where gloo waits on the host)
 
     @property
     def rank(self) -> int:
@@ -95,6 +100,8 @@ class World:
         return problems[0] if problems else None
 
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
         if dist.is_initialized():
             dist.destroy_process_group()
 
@@ -150,8 +157,9 @@ def _have_mpi4py() -> bool:
     return True
 
 
-def init_world(requested_device: str, timeout_s: float) -> World:
-    """Start the process groups. Device group: NCCL/RCCL on a GPU, gloo on the CPU."""
+def init_world(requested_device: str, timeout_s: float, prog: str = "python -m reference") -> World:
+    """Start the process groups. Device group: NCCL/RCCL on a GPU, gloo on the CPU. On a GPU, a started watch
+    whose one line on a stall begins with `prog`."""
     p = placement_from_env()
     device = pick_device(requested_device, p.local_rank)
     backend = "nccl" if device.type == "cuda" else "gloo"
@@ -178,4 +186,6 @@ def init_world(requested_device: str, timeout_s: float) -> World:
         raise TimeoutError(startup_failure(p.rank, "torch.distributed start-up", timeout_s, exc, "--timeout_s")
                            ) from None
     host_group = dist.group.WORLD if backend == "gloo" else dist.new_group(backend="gloo", timeout=timeout)
-    return World(placement=p, device=device, backend=backend, comm_library=comm_library, host_group=host_group)
+    watch = cuda_watch(device, timeout_s, exit_on_stall(prog, p.rank)) if device.type == "cuda" else None
+    return World(placement=p, device=device, backend=backend, comm_library=comm_library, host_group=host_group,
+                 watch=watch)
