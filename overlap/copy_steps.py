@@ -10,9 +10,8 @@ this rank has landed. The GEMM runs on every SM.
     reduce_rows  (gemm_reduce_scatter) for each band of tile rows that holds a peer's rows: wait, copy those
                  rows of the partial into the owner's RECV slot of this rank; C = own rows + RECV's other
                  slots is added on the main stream after the step's copies (the op's `post`)
-    gather_a     (all_gather_gemm) this rank's rows of A into slot 0 of its own gathered A and into each peer's
-                 slot, the slots side by side (Lanes), in chunks of row blocks; after each chunk its A_READY words,
-                 copied from FILL
+    gather_a     (all_gather_gemm) this rank's rows of A into slot 0 of its own gathered A, then into each
+                 peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them
 
 Bands: overlap.bands (how many per copy region, and why).
@@ -27,7 +26,7 @@ import torch
 from overlap.algorithms.all_gather_gemm import a_chunks
 from overlap.bands import row_bands
 from overlap.buffers import OpBuffers
-from overlap.communication.copy_engine import Copy2D, Lanes, Launch, Op, WaitGeq, Zero32, bands, rows_copy
+from overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
 
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A
 
@@ -96,30 +95,27 @@ def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Ten
 
 def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
                  peers: Peers, world: int) -> list[Op]:
-    """all_gather_gemm: this rank's rows `a` (M/W x K) into slot j of rank (rank - j)'s gathered A, every slot at
-    once (a lane each: slot 0, the own copy, and one peer per other lane), band by band in the GEMM's row order,
-    each band followed by its A_READY words (every chunk of columns of its row blocks:
-    overlap.algorithms.all_gather_gemm; copied from FILL)."""
+    """all_gather_gemm: this rank's rows `a` (M/W x K) into slot j of rank (rank - j)'s gathered A, in the order the
+    GEMM reads the slots (slot 0, the own copy, first), chunk by chunk, each chunk followed by its A_READY words
+    (every chunk of columns of its row blocks: overlap.algorithms.all_gather_gemm; copied from FILL)."""
     m = ag.shape[0]
     a_rows = m // world
     n_rb = -(-m // blk_m)
     n_kc = a_chunks(a.shape[1])
-    lanes: list[tuple[Op, ...]] = []
+    ops: list[Op] = []
     for slot in range(world):
         dest = (peers.rank + world - slot) % world
         lo_row, hi_row = slot * a_rows, (slot + 1) * a_rows
         rb_lo, rb_hi = lo_row // blk_m, (hi_row - 1) // blk_m + 1
-        lane: list[Op] = []
         for c0, c1 in bands(rb_hi - rb_lo, GATHER_CHUNKS):
             rb_a, rb_b = rb_lo + c0, rb_lo + c1
             r0, r1 = max(rb_a * blk_m, lo_row), min(rb_b * blk_m, hi_row)
             dst = ag[r0:r1]
-            lane.append(rows_copy(dst, a[r0 - lo_row:r1 - lo_row], peers.addr(dst, dest)))
+            ops.append(rows_copy(dst, a[r0 - lo_row:r1 - lo_row], peers.addr(dst, dest)))
             words = a_ready[(slot * n_rb + rb_a) * n_kc:(slot * n_rb + rb_b) * n_kc]
-            lane.append(Copy2D(peers.addr(words, dest), 4 * words.numel(), fill.data_ptr(), 4 * words.numel(),
-                               4 * words.numel(), 1))
-        lanes.append(tuple(lane))
-    return [Lanes(tuple(lanes))]
+            ops.append(Copy2D(peers.addr(words, dest), 4 * words.numel(), fill.data_ptr(), 4 * words.numel(),
+                              4 * words.numel(), 1))
+    return ops
 
 
 def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[int], rank: int, world: int,

@@ -11,9 +11,6 @@ stream-ordered operations built once per op:
                          counts: no value changes between steps, and the schedule can be captured in a
                          CUDA graph and replayed
     Launch(kernel)       a one-program kernel of the step protocol (overlap.kernels: ce_start / ce_finish)
-    Lanes(lists)         operation lists run side by side, each on a stream of its own (a copy engine each: one
-                         copy to one peer does not fill a GPU's links), all after what precedes them and all
-                         done before what follows (events fork and join them, in a CUDA graph too)
 
 Nothing in a schedule can wait forever: a WaitGeq waits only for words of this rank's own GEMM, which
 counts every tile exactly once even when one of its own bounded waits gives up; every wait on a peer is
@@ -80,20 +77,7 @@ class Launch:
     launch: Any  # a stream_k.launch.BoundLaunch
 
 
-@dataclass(frozen=True)
-class Lanes:
-    lanes: tuple[tuple[Any, ...], ...]  # each lane's operations (no Launch: a schedule's launches stay in line)
-
-
-Op = WaitGeq | Copy2D | Zero32 | Launch | Lanes
-
-
-def flat_ops(ops: Sequence[Op]) -> list[Op]:
-    """The operations of a schedule with every lane's spelled out (in lane order)."""
-    out: list[Op] = []
-    for op in ops:
-        out.extend(flat_ops([x for lane in op.lanes for x in lane]) if isinstance(op, Lanes) else [op])
-    return out
+Op = WaitGeq | Copy2D | Zero32 | Launch
 
 
 def rows_copy(dst: Any, src: Any, dst_addr: int | None = None) -> Copy2D:
@@ -122,8 +106,6 @@ class HostEngine:
             return lambda stream: _host_copy2d(op)
         if isinstance(op, Zero32):
             return lambda stream: ctypes.memset(op.addr, 0, 4 * op.count)
-        if isinstance(op, Lanes):  # the host does one lane after the other
-            return _in_order([self.compile(x) for lane in op.lanes for x in lane])
         return lambda stream: op.launch(stream)
 
     def _wait(self, word: ctypes.c_int32, op: WaitGeq) -> None:
@@ -133,14 +115,6 @@ class HostEngine:
                 raise TimeoutError(f"copy schedule: a tile-row count stayed at {word.value} < {op.value} for "
                                    f"{self.timeout_s:g} s")
             time.sleep(1e-4)
-
-
-def _in_order(calls: list[Callable[[Any], None]]) -> Callable[[Any], None]:
-    def run(stream: Any) -> None:
-        for call in calls:
-            call(stream)
-
-    return run
 
 
 def _host_copy2d(op: Copy2D) -> None:
@@ -160,7 +134,6 @@ class CudaEngine:
         self.cu, _ = cuda_modules()
         self._check = check
         self._streams: dict[int, Any] = {}
-        self._lane_streams: list[Any] = []  # torch streams of Lanes' lanes, made once, shared by the schedules
 
     def _stream(self, stream: Any) -> Any:
         import torch
@@ -190,36 +163,7 @@ class CudaEngine:
             addr = cu.CUdeviceptr(op.addr)
             return lambda stream: check(cu.cuMemsetD32Async(addr, 0, op.count, self._stream(stream)),
                                         "cuMemsetD32Async")
-        if isinstance(op, Lanes):
-            return self._lanes(op)
         return lambda stream: op.launch(stream)
-
-    def _lanes(self, op: Lanes) -> Callable[[Any], None]:
-        """Lane 0 on the schedule's stream, lane i > 0 on lane stream i - 1, forked from and joined back into the
-        schedule's stream with events (which a graph capture turns into the graph's edges)."""
-        import torch
-
-        lanes = [[self.compile(x) for x in lane] for lane in op.lanes]
-        while len(self._lane_streams) < len(lanes) - 1:
-            self._lane_streams.append(torch.cuda.Stream())
-        side = self._lane_streams[:len(lanes) - 1]
-        fork = torch.cuda.Event()
-        joins = [torch.cuda.Event() for _ in side]
-
-        def run(stream: Any) -> None:
-            main = stream if stream is not None else torch.cuda.current_stream()
-            fork.record(main)
-            for s, done, calls in zip(side, joins, lanes[1:]):
-                s.wait_event(fork)
-                for call in calls:
-                    call(s)
-                done.record(s)
-            for call in lanes[0]:
-                call(main)
-            for done in joins:
-                main.wait_event(done)
-
-        return run
 
 
 class CopySchedule:
@@ -272,8 +216,8 @@ class CopySchedule:
         return next((f"{x.name}: {x.fast_refused}" for x in self.launches if x.fast_refused), None)
 
     def counts(self) -> dict[str, int]:
-        """Operations by kind (what a step costs the host), every lane's included."""
-        return dict(Counter(type(op).__name__ for op in flat_ops(self.ops)))
+        """Operations by kind (what a step costs the host)."""
+        return dict(Counter(type(op).__name__ for op in self.ops))
 
     def __call__(self, stream: Any = None) -> None:
         if self._replay(stream):
