@@ -76,12 +76,14 @@ class Gather(NamedTuple):
     a_rows: int  # rows per rank (M / W)
     K: int
     chunk_cols: int  # columns of one arrival chunk (overlap.algorithms.all_gather_gemm.a_chunk_cols)
+    segment_cols: int  # columns a GEMM work item reads between two waits (all_gather_gemm.a_segment_cols)
     # compile-time (tl.constexpr)
     RM: Any  # rows and columns of one pushed block (16 K elements: enough loads in flight per program)
     KB: Any
     IN_COMM: Any  # communication programs push A's rows
     IN_GEMM: Any  # each GEMM program pushes its share of A's rows before computing (fused_sequential)
     GEMM_WAITS: Any  # GEMM programs wait for the rows of a tile's row block before reading them
+    SEGMENTED: Any  # ... in wait segments of segment_cols columns (K has more than one)
 
 
 __all__ = ["Gather", "Move", "MoveFlags", "Step", "StepFlags", "constexprs"]

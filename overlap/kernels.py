@@ -158,7 +158,8 @@ def overlap_kernel(
         a_wait = None
         if GATHER is not None:
             if GATHER.GEMM_WAITS:
-                a_wait = AWait(GATHER.A_READY, GATHER.a_rows, GATHER.chunk_cols // TILING.BLK_K)
+                a_wait = AWait(GATHER.A_READY, GATHER.a_rows, GATHER.chunk_cols // TILING.BLK_K,
+                               GATHER.segment_cols // TILING.BLK_K, GATHER.SEGMENTED)
         if not STEP_FLAGS.COMM:  # no communication program to announce this rank's arrival: the first GEMM program
             if STEP_FLAGS.ANNOUNCE:
                 if gpid == 0:

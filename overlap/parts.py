@@ -20,7 +20,7 @@ import triton.language as tl
 import spec
 from iris_ops.context import DeviceContext, device_context
 from overlap.algorithms import AlgorithmRecord
-from overlap.algorithms.all_gather_gemm import a_chunk_cols
+from overlap.algorithms.all_gather_gemm import a_chunk_cols, a_segment_cols
 from overlap.buffers import OpBuffers
 from overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from overlap.config import OverlapConfig
@@ -122,9 +122,13 @@ class Parts:
         assert bufs.ag is not None and bufs.a_ready is not None and cfg.kernel is not None
         chunk = a_chunk_cols(cfg.k)
         assert chunk % cfg.kernel.BLK_K == 0, f"A's arrival chunks ({chunk} columns) must be whole K blocks"
+        segment = a_segment_cols(cfg.k)
         return Gather(a, a.stride(0), a.stride(1), bufs.ag, bufs.ag.stride(0), bufs.ag.stride(1), bufs.a_ready,
-                      max(1, a.shape[0]), cfg.k, chunk, *(tl.constexpr(v) for v in (
-                          min(cfg.kernel.BLK_M, 64), 256, in_comm, in_gemm, gemm_waits)))
+                      max(1, a.shape[0]), cfg.k, chunk, segment, *(tl.constexpr(v) for v in (
+                          min(cfg.kernel.BLK_M, 64), 256, in_comm, in_gemm, gemm_waits,
+                          # fused_sequential's GEMM programs push first: their own share is there before they read
+                          # (and its kernel spills at world 8 with the segments' loop)
+                          segment < cfg.k and not in_gemm)))
 
     def overlap(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, step_programs: int,
                 comm_programs: int = 0, join: bool = False, claim: bool = False, peer_sync: bool = True,

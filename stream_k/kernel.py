@@ -369,6 +369,21 @@ def _wait_a_rows(A_WAIT, pid_m, M, k_lo, k_hi, iters_per_tile, epoch, tile_id, C
 
 
 @triton.jit
+def _tile_k_blocks_as_a_arrives(acc, A, B, A_WAIT, rm, rn, pid_m, pid_n, k_lo, k_hi, iters_per_tile, epoch, tile_id,
+                                SIZES, CTX, TILING):
+    """_tile_k_blocks over [k_lo, k_hi) in segments of A_WAIT.a_segment K blocks (at multiples of it), each read once
+    A's rows have arrived in its columns (_wait_a_rows): a tile starts on its first columns while the rest arrive."""
+    seg = A_WAIT.a_segment
+    for s in range(k_lo // seg, tl.cdiv(k_hi, seg)):
+        lo = tl.maximum(k_lo, s * seg)
+        hi = tl.minimum(k_hi, s * seg + seg)
+        _wait_a_rows(A_WAIT, pid_m, SIZES.M, lo, hi, iters_per_tile, epoch, tile_id, CTX, TILING.BLK_M,
+                     TILING.USE_TMA)
+        acc = _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, lo, hi, iters_per_tile, SIZES, TILING)
+    return acc
+
+
+@triton.jit
 def _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, k_lo, k_hi, iters_per_tile, SIZES, TILING):
     """acc + the tile's K blocks [k_lo, k_hi): through tensor descriptors (USE_TMA) or pointers. On the pointer path
     rows / columns past the edge read row / column 0: loads need no mask, the store drops them."""
@@ -497,10 +512,10 @@ def streamk_program(pid, num_programs, A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SI
     """All of one GEMM program's work: its DP tiles and its Stream-K range (see the module docstring).
 
     A_WAIT (stream_k.kernel_args.AWait; None: A is complete at launch): A's rows arrive during the launch (an
-    all-gather), in slots of a_rows rows and chunks of a_chunk K blocks; before a work item reads A, the program
-    waits (acquire, system scope) until A_READY[(slot * cdiv(M, BLK_M) + pid_m) * n_chunks + kc] >= epoch for every
-    slot that the tile's row block overlaps and every chunk kc that its K blocks [k_lo, k_hi) touch (n_chunks =
-    cdiv(iters, a_chunk))."""
+    all-gather), in slots of a_rows rows and chunks of a_chunk K blocks; a work item reads its K blocks [k_lo, k_hi)
+    in segments of a_segment blocks (SEGMENTED; else in one), and before each the program waits (acquire, system
+    scope) until A_READY[(slot * cdiv(M, BLK_M) + pid_m) * n_chunks + kc] >= epoch for every slot that the tile's row
+    block overlaps and every chunk kc that the segment touches (n_chunks = cdiv(iters, a_chunk))."""
     BLK_M: tl.constexpr = TILING.BLK_M
     BLK_N: tl.constexpr = TILING.BLK_N
     BLK_K: tl.constexpr = TILING.BLK_K
@@ -582,10 +597,14 @@ def streamk_program(pid, num_programs, A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SI
             rm = pid_m * BLK_M + tl.arange(0, BLK_M)
             rn = pid_n * BLK_N + tl.arange(0, BLK_N)
             acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)
-            if A_WAIT is not None:
-                _wait_a_rows(A_WAIT, pid_m, M, k_lo, k_hi, iters_per_tile, epoch, tile_id, CTX, BLK_M,
-                             TILING.USE_TMA)
-            acc = _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, k_lo, k_hi, iters_per_tile, SIZES, TILING)
+            if A_WAIT is None:
+                acc = _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, k_lo, k_hi, iters_per_tile, SIZES, TILING)
+            elif A_WAIT.SEGMENTED:
+                acc = _tile_k_blocks_as_a_arrives(acc, A, B, A_WAIT, rm, rn, pid_m, pid_n, k_lo, k_hi, iters_per_tile,
+                                                  epoch, tile_id, SIZES, CTX, TILING)
+            else:
+                _wait_a_rows(A_WAIT, pid_m, M, k_lo, k_hi, iters_per_tile, epoch, tile_id, CTX, BLK_M, TILING.USE_TMA)
+                acc = _tile_k_blocks(acc, A, B, rm, rn, pid_m, pid_n, k_lo, k_hi, iters_per_tile, SIZES, TILING)
 
             piece = Piece(tile_id, ts, k_lo, k_hi, rnd, sk_start, sk_ipp, sk_rem, t_begin)
             _finish_item(acc, pid, num_programs, piece, iters_per_tile, rm, rn, pid_m * BLK_M, C, WORK, P_DESC,

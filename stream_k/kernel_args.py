@@ -65,6 +65,8 @@ class AWait(NamedTuple):
     A_READY: Any  # int32 ready words of the gathered A (stream_k.kernel.streamk_program's docstring)
     a_rows: Any  # rows per slot
     a_chunk: Any  # K blocks per chunk of columns
+    a_segment: Any  # K blocks a work item reads between two waits (whole chunks)
+    SEGMENTED: Any  # tl.constexpr: K has several segments (else one wait for the whole K range, then the K loop)
 
 
 T = TypeVar("T", bound=tuple)

@@ -68,15 +68,17 @@ def test_bf16(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_all_gather_gemm_in_chunks_of_columns(tmp_path: Path) -> None:
-    """K = 2100: A's rows arrive in three chunks of columns (overlap.algorithms.all_gather_gemm.a_chunk_cols), each
-    with its own ready words, and Stream-K pieces wait for the chunks their K range reads."""
-    from overlap.algorithms.all_gather_gemm import a_chunks
+@pytest.mark.parametrize("k,chunks,segments", [(2100, 3, 1), (9000, 9, 3)])
+def test_all_gather_gemm_in_chunks_of_columns(k: int, chunks: int, segments: int, tmp_path: Path) -> None:
+    """A's rows arrive in chunks of columns (overlap.algorithms.all_gather_gemm.a_chunk_cols), each with its own
+    ready words; a Stream-K piece reads its K range in wait segments (a_segment_cols), waiting for each segment's
+    chunks just before reading them (K = 9000: three segments, the copy engine's copies segment by segment)."""
+    from overlap.algorithms.all_gather_gemm import a_chunks, a_segment_cols
 
-    assert a_chunks(2100) == 3
+    assert a_chunks(k) == chunks and -(-k // a_segment_cols(k)) == segments
     modes = ("fused", "two_streams", "copy_engine")
     result = run_mpi(2, SCRIPT, "--steps", "2", "--algorithms", "all_gather_gemm", "--modes", ",".join(modes),
-                     "--m", "48", "--n", "32", "--k", "2100", timeout=600, env=shm_env(tmp_path / "shm"))
+                     "--m", "48", "--n", "32", "--k", str(k), timeout=600, env=shm_env(tmp_path / "shm"))
     check_output(result.stdout, 2, 2, ("all_gather_gemm",), modes)
 
 

@@ -9,13 +9,15 @@ the rows it has at once. The epilogue un-rotates: row x of AG @ B is row (x + d*
 Readiness, chunk by chunk: A's columns are cut into chunks of `a_chunk_cols(K)` (a multiple of every BLK_K), and
 A_READY[(slot * cdiv(M, BLK_M) + rb) * n_chunks + kc] on the destination holds the step's epoch once the rows of
 slot `slot` inside row block rb have landed in chunk kc's columns (the pusher's release, system scope). A GEMM work
-item of row block rb waits for the chunks of every slot its rows overlap, those its K range reads only
-(stream_k.kernel.streamk_program's A_READY), so a Stream-K piece starts once the columns it reads are there.
+item of row block rb reads its K range in segments of `a_segment_cols(K)` columns and waits, before each, for that
+segment's chunks of every slot its rows overlap (stream_k.kernel.streamk_program's A_WAIT), so a tile starts once
+its first columns are there.
 
-Work units of the pushing programs, in the order the GEMM reads the slots: (slot j of the destination, row-block
-piece c of this rank's shard cut at the destination's row-block boundaries, chunk kc); slot 0 is the own copy, slot
+Work units of the pushing programs, in the order the GEMM reads the slots: (slot j of the destination, chunk kc,
+row-block piece c of this rank's shard cut at the destination's row-block boundaries); slot 0 is the own copy, slot
 j goes to rank (cur_rank - j) % W. Each slot's units are spread over every pushing program, so the slots arrive one
-after another at the full rate, slot 1 (the GEMM's second) first.
+after another at the full rate, slot 1 (the GEMM's second) first, and within a slot every row block's first
+columns before any row block's next.
 
 Buffers: AG [M, K] (H), the gathered A; A_READY (H); C [M, N/W], this rank's columns, written by the GEMM;
 nothing moves C. copy_engine: A's rows copied into every rank's AG, each chunk followed by its ready words
@@ -33,6 +35,11 @@ from overlap.algorithms.record import AlgorithmRecord, Rates
 
 A_CHUNK_COLS = 1024  # columns of one arrival chunk (a multiple of every BLK_K): 256 KiB of 128 bf16 rows
 MAX_A_CHUNKS = 32  # chunks of A's columns at most (the ready words a GEMM work item may wait on)
+# A GEMM work item reads its K range in up to this many segments of whole chunks, waiting for a segment's chunks just
+# before reading them (a tile starts once its first columns are there, not all of them); fewer segments where a
+# segment would be shorter than A_SEGMENT_MIN_COLS (each one restarts the GEMM's load pipeline).
+A_SEGMENTS = 4
+A_SEGMENT_MIN_COLS = 4096
 
 
 def a_chunk_cols(k: int) -> int:
@@ -46,6 +53,13 @@ def a_chunks(k: int) -> int:
     return -(-k // a_chunk_cols(k))
 
 
+def a_segment_cols(k: int) -> int:
+    """Columns of A in one wait segment of a GEMM work item (whole chunks; the copy engine's copies follow it)."""
+    chunk, n = a_chunk_cols(k), a_chunks(k)
+    per = max(-(-n // A_SEGMENTS), -(-A_SEGMENT_MIN_COLS // chunk))
+    return chunk * min(n, per)
+
+
 def a_ready_words(m: int, k: int, blk_m: int, world: int) -> int:
     """Ready words of the gathered A: one per (slot, row block, chunk of columns)."""
     return world * -(-m // blk_m) * a_chunks(k)
@@ -55,7 +69,7 @@ def a_ready_words(m: int, k: int, blk_m: int, world: int) -> int:
 def gather_program(pid, num_programs, GATHER, e, CTX, BLK_M: tl.constexpr):
     """Push this rank's shard of A (GATHER.A_LOCAL, M/W x K) into slot j of rank (cur_rank - j)'s AG, slot 0 (the
     own copy) first, unit by unit (units pid, pid + num_programs, ...; a unit is one chunk of columns of the rows of
-    one row block), releasing each unit's A_READY word."""
+    one row block; a slot's units chunk by chunk), releasing each unit's A_READY word."""
     RM: tl.constexpr = GATHER.RM
     KB: tl.constexpr = GATHER.KB
     a_rows = GATHER.a_rows
@@ -67,8 +81,8 @@ def gather_program(pid, num_programs, GATHER, e, CTX, BLK_M: tl.constexpr):
     pieces = tl.cdiv(a_rows, BLK_M) + 1  # row blocks one slot can overlap
     for u in range(pid, pieces * CTX.world_size * n_kc, num_programs):
         slot = u // (pieces * n_kc)
-        c = (u // n_kc) % pieces
-        kc = u % n_kc
+        kc = (u // pieces) % n_kc
+        c = u % pieces
         dest = (CTX.cur_rank + CTX.world_size - slot) % CTX.world_size
         slot_lo = slot * a_rows
         rb = slot_lo // BLK_M + c
