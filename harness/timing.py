@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from harness.progress import Progress
+from streamk_pgas.harness.progress import Progress
 
 # ~0.5 ms of device spin (at ~2 GHz) queued before each timed iteration: longer than the host needs
 # to launch any step here, so no step waits on its own launches.

@@ -23,10 +23,10 @@ from typing import Any
 
 import torch
 
-from overlap.algorithms.all_gather_gemm import a_chunks
-from overlap.bands import row_bands
-from overlap.buffers import OpBuffers
-from overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
+from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks
+from streamk_pgas.overlap.bands import row_bands
+from streamk_pgas.overlap.buffers import OpBuffers
+from streamk_pgas.overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
 
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A
 

@@ -10,8 +10,8 @@ import itertools
 import pytest
 import torch
 
-from overlap.bands import row_bands
-from overlap.communication.copy_engine import (
+from streamk_pgas.overlap.bands import row_bands
+from streamk_pgas.overlap.communication.copy_engine import (
     Copy2D,
     CopySchedule,
     HostEngine,
@@ -21,7 +21,7 @@ from overlap.communication.copy_engine import (
     bands,
     rows_copy,
 )
-from overlap.copy_steps import Peers, gather_a_ops, reduce_rows_ops, reduce_rows_post, scatter_ops
+from streamk_pgas.overlap.copy_steps import Peers, gather_a_ops, reduce_rows_ops, reduce_rows_post, scatter_ops
 
 
 def test_bands_cover_every_row_once() -> None:

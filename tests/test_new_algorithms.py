@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
 
-import iris_ops
-import spec
-from overlap import OverlapConfig, OverlapOp, heap_bytes
-from stream_k import KernelConfig
+from streamk_pgas import iris_ops, spec
+from streamk_pgas.overlap import OverlapConfig, OverlapOp, heap_bytes
+from streamk_pgas.stream_k import KernelConfig
 
 MODES = tuple(spec.MODES)
 
@@ -71,7 +70,7 @@ def test_bf16(tmp_path: Path) -> None:
 def test_all_gather_gemm_in_chunks_of_columns(tmp_path: Path) -> None:
     """K = 2100: A's rows arrive in three chunks of columns (overlap.algorithms.all_gather_gemm.a_chunk_cols), each
     with its own ready words, and Stream-K pieces wait for the chunks their K range reads."""
-    from overlap.algorithms.all_gather_gemm import a_chunks
+    from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks
 
     assert a_chunks(2100) == 3
     modes = ("fused", "two_streams", "copy_engine")
