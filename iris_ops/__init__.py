@@ -27,8 +27,7 @@ if __name__ == "iris_ops":  # imported by its folder's name, from a checkout: be
 
     alias_toplevel(__name__)
 
-import importlib
-from typing import Any
+from streamk_pgas.namespace import lazy_attributes
 
 _DEVICE = ("ERR_PEER_READY", "ERR_STREAMK_FIXUP", "ERR_TILE_READY", "ERROR_WORDS", "TIMER_GLOBALTIMER", "TIMER_LOGICAL",
            "TIMER_MEMREALTIME", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
@@ -41,16 +40,4 @@ _SOURCE = {**dict.fromkeys(_DEVICE, "device"), **dict.fromkeys(_HEAP, "heap"),
            "CollectiveError": "error_state", "ErrorState": "error_state",
            "ConfigError": "errors", "HeapReserveError": "errors"}
 __all__ = sorted(_SOURCE)
-
-
-def __getattr__(name: str) -> Any:
-    source = _SOURCE.get(name)
-    if source is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{source}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _SOURCE)

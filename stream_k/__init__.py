@@ -18,10 +18,8 @@ if __name__ == "stream_k":  # imported by its folder's name, from a checkout: be
 
     alias_toplevel(__name__)
 
-import importlib
-from typing import Any
-
 from streamk_pgas.iris_ops.env import use_interpreter_without_gpu
+from streamk_pgas.namespace import lazy_attributes
 
 use_interpreter_without_gpu()  # no GPU: the kernels run in Triton's interpreter (chosen before triton is imported)
 
@@ -34,16 +32,4 @@ _SOURCE = {
     **dict.fromkeys(("SCHEDULES", "StreamKPlan", "WorkItem", "plan_streamk", "tile_coords"), "plan"),
 }
 __all__ = sorted(_SOURCE)
-
-
-def __getattr__(name: str) -> Any:
-    source = _SOURCE.get(name)
-    if source is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{source}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _SOURCE)

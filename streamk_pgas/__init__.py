@@ -6,7 +6,7 @@
     cli        the command line `streamk-pgas COMMAND` (installed by `pip install .`), `python -m streamk_pgas`:
                quickstart, bench, reference, plot
     bench      the benchmark (the seed's benchmark.py runs the same)
-    namespace  how the packages answer to their names: a folder's own name too (`import iris_ops`)
+    namespace  how the packages answer to their names: a folder's own name (`import iris_ops`), lazily loaded names
     toplevel/  the top-level module `iris_ops` that pip installs (the Iris drop-in's name)
 
 Installed, setup.py maps each folder into this package: site-packages holds streamk_pgas/ and iris_ops.py. In a

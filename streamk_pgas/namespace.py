@@ -1,11 +1,15 @@
-"""How the project's packages answer to their names.
+"""How the project's packages answer to their names: the one place for the rules every package's __init__ follows.
 
 Every module lives under `streamk_pgas`: streamk_pgas.spec is the folder spec/, streamk_pgas.iris_ops is iris_ops/,
 and so on (installed, setup.py maps the folders into the package; in a checkout, streamk_pgas.__path__ takes in the
-checkout's root). alias_toplevel: a package imported by its folder's own name (`import iris_ops`, `python -m
-reference`, `python -m tools.X` from a checkout; the installed top-level `iris_ops`, the Iris drop-in's name) is the
-namespaced package itself, and its submodules (`iris_ops.bootstrap`) are the namespaced ones: one module object under
-two names, never a second copy with state of its own (a heap registry, a bootstrap, error words).
+checkout's root). Two rules here:
+
+- alias_toplevel: a package imported by its folder's own name (`import iris_ops`, `python -m reference`, `python -m
+  tools.X` from a checkout; the installed top-level `iris_ops`, the Iris drop-in's name) is the namespaced package
+  itself, and its submodules (`iris_ops.bootstrap`) are the namespaced ones: one module object under two names,
+  never a second copy with state of its own (a heap registry, a bootstrap, error words).
+- lazy_attributes: a package's names loaded from its submodules when first used (PEP 562), so that importing the
+  package loads nothing heavy (torch, Triton) that the caller does not use.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+from collections.abc import Callable, Mapping
 from types import CodeType, ModuleType
 from typing import Any
 
@@ -81,3 +86,22 @@ def alias_toplevel(name: str) -> None:
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)  # ahead of the path finder, which would load the folder's files again
 
+
+def lazy_attributes(package: str, sources: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's module-level __getattr__ and __dir__ (PEP 562) for `sources`, name -> the module that defines it
+    (relative to the package: "device" for package.device). A name is imported on first use and kept in the
+    package's globals; any other name is an AttributeError."""
+    module = sys.modules[package]
+
+    def __getattr__(name: str) -> Any:
+        source = sources.get(name)
+        if source is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{source}"), name)
+        setattr(module, name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(module)) | set(sources))
+
+    return __getattr__, __dir__

@@ -108,3 +108,21 @@ def test_python_m_reference_runs_its_main_once() -> None:
     assert out.startswith("usage: python -m reference"), out[:500]
     assert json.loads(out.splitlines()[-1]) == {}
 
+
+def test_lazy_names_load_on_first_use() -> None:
+    out = run_python("""
+        import sys
+        from streamk_pgas import iris_ops, stream_k
+        assert 'streamk_pgas.iris_ops.heap' not in sys.modules and 'streamk_pgas.stream_k.gemm' not in sys.modules
+        assert 'iris' in dir(iris_ops) and 'StreamKGemm' in dir(stream_k) and 'CollectiveError' in iris_ops.__all__
+        iris = iris_ops.iris
+        assert iris is sys.modules['streamk_pgas.iris_ops.heap'].iris and vars(iris_ops)['iris'] is iris
+        assert stream_k.StreamKGemm is sys.modules['streamk_pgas.stream_k.gemm'].StreamKGemm
+        for package in (iris_ops, stream_k):
+            try:
+                package.no_such_name
+            except AttributeError as e:
+                print(e)
+    """)
+    assert out.splitlines() == ["module 'streamk_pgas.iris_ops' has no attribute 'no_such_name'",
+                                "module 'streamk_pgas.stream_k' has no attribute 'no_such_name'"]
