@@ -10,7 +10,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from iris_ops.entry import run_main
+    from streamk_pgas.iris_ops.entry import run_main
     from streamk_pgas.launch import launch_bench
 
     argv = sys.argv[1:] if argv is None else argv

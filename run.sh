@@ -14,7 +14,7 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 # The reference's own lists (reference.config.COLLECTIVES: each variant, the equal-output peers of each of our
 # algorithms, all; spec.DATATYPES), so run.sh offers whatever the reference runs.
-LISTS="$("$PYTHON" -c 'import spec; from reference.config import COLLECTIVES; print(" ".join(COLLECTIVES)); print("|".join(spec.DATATYPES))')" || {
+LISTS="$("$PYTHON" -c 'from streamk_pgas import spec; from streamk_pgas.reference.config import COLLECTIVES; print(" ".join(COLLECTIVES)); print("|".join(spec.DATATYPES))')" || {
     echo "$PROG: error: $PYTHON cannot import the reference (set PYTHON to the project's interpreter)" >&2; exit 2; }
 COLLECTIVES="$(sed -n 1p <<<"$LISTS")"
 DATATYPES="$(sed -n 2p <<<"$LISTS")"
@@ -102,7 +102,7 @@ for arg in ${passthrough[@]+"${passthrough[@]}"}; do
     if [[ "$arg" == "-h" || "$arg" == "--help" ]]; then exec "$PYTHON" -m reference --help; fi
 done
 # The reference's own checks, in one process, before any rank starts: one line and exit 2 if bad.
-"$PYTHON" -c 'import sys; from reference.cli import preflight; sys.exit(preflight(sys.argv[2:], int(sys.argv[1]), "run.sh"))' \
+"$PYTHON" -c 'import sys; from streamk_pgas.reference.cli import preflight; sys.exit(preflight(sys.argv[2:], int(sys.argv[1]), "run.sh"))' \
     "$num_gpus" "${ref_args[@]}" || exit $?
 
 case "$launcher" in

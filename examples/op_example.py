@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import torch
 
-import iris_ops
-import spec
-from iris_ops.bootstrap import get_bootstrap
-from overlap import OverlapOp
-from stream_k import KernelConfig
+from streamk_pgas import iris_ops, spec
+from streamk_pgas.iris_ops.bootstrap import get_bootstrap
+from streamk_pgas.overlap import OverlapOp
+from streamk_pgas.stream_k import KernelConfig
 
 STEPS = 4  # "layers"
 

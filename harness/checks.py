@@ -12,8 +12,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from iris_ops.env import MAX_TIMEOUT_S  # a day: every wait gives up after at most this long
-from iris_ops.errors import ConfigError  # the one error of a bad flag or variable: "flag: what is valid"
+from streamk_pgas.iris_ops.env import MAX_TIMEOUT_S  # a day: every wait gives up after at most this long
+from streamk_pgas.iris_ops.errors import ConfigError  # the one error of a bad flag or variable: "flag: what is valid"
 
 __all__ = ["MAX_TIMEOUT_S", "ConfigError"]
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import spec
-from harness.checks import (
+from streamk_pgas import spec
+from streamk_pgas.harness.checks import (
     MAX_DIM,
     MAX_ELEMENTS,
     MAX_ITERS,
@@ -32,9 +32,9 @@ from harness.checks import (
     int_in,
     timeout_seconds,
 )
-from harness.timing import START_SYNCS
-from spec import AUTO, Target, schedule_label
-from spec.modes import AUTO_HELP
+from streamk_pgas.harness.timing import START_SYNCS
+from streamk_pgas.spec import AUTO, Target, schedule_label
+from streamk_pgas.spec.modes import AUTO_HELP
 
 __all__ = ["ConfigError"]  # re-exported: benchmark.py catches it from here
 
@@ -174,7 +174,7 @@ def _by_device(name: str) -> str:
 
 
 def build_parser(prog: str = "benchmark.py") -> argparse.ArgumentParser:
-    from overlap.config import OverlapConfig
+    from streamk_pgas.overlap.config import OverlapConfig
 
     op_default = {f.name: f.default for f in dataclasses.fields(OverlapConfig)}
     planned = "(default: the planner's)"
@@ -336,8 +336,8 @@ def _bool(flag: str, text: str) -> bool:
 def op_fields(values: dict[str, Any], target: Target, datatype: str) -> dict[str, Any]:
     """The OverlapConfig fields the command line fixes: a flag given fixes its field; a kernel flag given fixes the
     whole GEMM config, the target's default tile with the given parts replaced."""
-    from stream_k.configs import default_config
-    from stream_k.select import default_tma
+    from streamk_pgas.stream_k.configs import default_config
+    from streamk_pgas.stream_k.select import default_tma
 
     fields: dict[str, Any] = {}
     kernel: dict[str, Any] = {}
@@ -362,9 +362,9 @@ def op_fields(values: dict[str, Any], target: Target, datatype: str) -> dict[str
 def parse_config(argv: list[str] | None, target: Target, world_size: int) -> BenchConfig:
     """Flags -> a checked BenchConfig, its op config planned for `target`. Raises ConfigError for the first bad
     flag."""
-    from overlap.config import InvalidConfig, OverlapConfig, check_names
-    from overlap.planner import CACHE_ENV, TuningCache
-    from overlap.resolution import resolve_config
+    from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig, check_names
+    from streamk_pgas.overlap.planner import CACHE_ENV, TuningCache
+    from streamk_pgas.overlap.resolution import resolve_config
 
     parser = build_parser()
     ns, unknown = parser.parse_known_args(argv)
@@ -439,8 +439,8 @@ def check_run(cfg: BenchConfig) -> None:
 def tuning_configs(cfg: BenchConfig, target: Target, world_size: int) -> list[BenchConfig]:
     """--tune N: one config per candidate the planner would measure (the given flags fixed), each validated and
     timed; benchmark.py stores the fastest in the tuning cache."""
-    from overlap.config import PLANNED_FIELDS
-    from overlap.planner import Problem, tune_candidates
+    from streamk_pgas.overlap.config import PLANNED_FIELDS
+    from streamk_pgas.overlap.planner import Problem, tune_candidates
 
     planned = set(cfg.plan.get("planned", []))
     fixed = {name: getattr(cfg.op, name) for name in PLANNED_FIELDS if name not in planned}
@@ -463,12 +463,12 @@ def check_environment() -> str:
     IRIS_OPS_* variables, STREAMK_PGAS_SHARE_GPU), the 0/1 switches STREAMK_PGAS_FAST_LAUNCH and
     STREAMK_PGAS_STEP_GRAPH, and no STREAMK_PGAS_* name that nothing reads (a misspelt one would be ignored).
     Returns the heap backend (a GPU one needs a GPU); raises ConfigError naming the variable."""
-    from harness.sysinfo import COMMIT_ENV
-    from iris_ops import env
-    from iris_ops.backends import choose_backend
-    from overlap.planner import CACHE_ENV
-    from overlap.step import STEP_GRAPH_ENV, step_graph_enabled
-    from stream_k.launch import FAST_LAUNCH_ENV, fast_launch_enabled
+    from streamk_pgas.harness.sysinfo import COMMIT_ENV
+    from streamk_pgas.iris_ops import env
+    from streamk_pgas.iris_ops.backends import choose_backend
+    from streamk_pgas.overlap.planner import CACHE_ENV
+    from streamk_pgas.overlap.step import STEP_GRAPH_ENV, step_graph_enabled
+    from streamk_pgas.stream_k.launch import FAST_LAUNCH_ENV, fast_launch_enabled
 
     known = (env.SHARE_GPU_ENV, FAST_LAUNCH_ENV, STEP_GRAPH_ENV, CACHE_ENV, COMMIT_ENV, *SCRIPT_VARIABLES)
     for name in sorted(os.environ):
@@ -499,7 +499,7 @@ def check_heap(cfg: BenchConfig, target: Target, backend: str, ranks_on_node: in
     touched); on a GPU the heap must fit in the device's memory."""
     flag = "-m/-n/-k" if "heap_size" in cfg.defaulted else "--heap_size"
     if backend == "shm":
-        from iris_ops.backends.shm import space_problem
+        from streamk_pgas.iris_ops.backends.shm import space_problem
 
         problem = space_problem(cfg.heap_size, ranks_on_node)
         if problem:
@@ -520,7 +520,7 @@ def trace_stem(cfg: BenchConfig, output_file: str | None) -> Path:
 def check_outputs(paths: list[str | None], traces: list[Path | None] | None = None) -> None:
     """Every log path and every trace file (checked before any work) can be written, and no two runs write the
     same one."""
-    from harness.trace import trace_paths
+    from streamk_pgas.harness.trace import trace_paths
 
     seen: set[str] = set()
     files = [("--output_file", p) for p in paths if p is not None]

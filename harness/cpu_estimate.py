@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import spec
+from streamk_pgas import spec
 
 # Measured on a 2-core CPU machine (Triton 3.9, one rank, fp32, 32 x 32 x 16 blocks): 64^3 70 ms a step (16 blocks),
 # 128^3 220 ms (128 blocks), 256^3 1.06 s (1024 blocks): about 50 ms a step plus 1 ms a block.

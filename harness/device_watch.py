@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from iris_ops.entry import EXIT_FAILED
+from streamk_pgas.iris_ops.entry import EXIT_FAILED
 
 EVERY = 8  # steps of a loop between two marks
 POLL_S = 0.1  # the longest pause between two polls (shorter for a short timeout_s)

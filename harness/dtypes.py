@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from stream_k.dtypes import torch_dtype
+from streamk_pgas.stream_k.dtypes import torch_dtype
 
 __all__ = ["random_inputs"]
 

@@ -17,14 +17,14 @@ from typing import Any
 
 import torch
 
-import spec
-from harness.config import BenchConfig
-from harness.dtypes import random_inputs
-from harness.validate import compare_tiles, inputs_failure, nonfinite_inputs, reference_product
-from iris_ops import Iris
-from overlap.op import OverlapOp
-from overlap.resolution import heap_bytes
-from overlap.step import StepLaunches
+from streamk_pgas import spec
+from streamk_pgas.harness.config import BenchConfig
+from streamk_pgas.harness.dtypes import random_inputs
+from streamk_pgas.harness.validate import compare_tiles, inputs_failure, nonfinite_inputs, reference_product
+from streamk_pgas.iris_ops import Iris
+from streamk_pgas.overlap.op import OverlapOp
+from streamk_pgas.overlap.resolution import heap_bytes
+from streamk_pgas.overlap.step import StepLaunches
 
 # How often a back-to-back loop looks at the error words: often enough to stop soon after a give-up, rarely enough
 # that a step's host cost does not change (a look on a GPU queues a small copy on a side stream).

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import spec
-from harness import sysinfo
-from iris_ops.bootstrap import launcher_rank
+from streamk_pgas import spec
+from streamk_pgas.harness import sysinfo
+from streamk_pgas.iris_ops.bootstrap import launcher_rank
 
 SCHEMA = "streamk-pgas/run-log/1"
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from iris_ops.env import gpu_backend, interpreted
+from streamk_pgas.iris_ops.env import gpu_backend, interpreted
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 COMMIT_ENV = "STREAMK_PGAS_COMMIT"  # the commit to record, when the tree has no .git (or a stale one)

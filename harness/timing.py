@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from harness.device_watch import DeviceWatch
-from harness.progress import Progress
+from streamk_pgas.harness.device_watch import DeviceWatch
+from streamk_pgas.harness.progress import Progress
 
 # ~0.5 ms of device spin (at ~2 GHz) queued before each timed iteration: longer than the host needs
 # to launch any step here, so no step waits on its own launches.

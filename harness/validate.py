@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from harness.checks import TOLERANCE
-from stream_k.tiles import tile_coords_host
+from streamk_pgas.harness.checks import TOLERANCE
+from streamk_pgas.stream_k.tiles import tile_coords_host
 
 
 def reference_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

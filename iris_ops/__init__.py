@@ -22,8 +22,12 @@ program that runs without them (the vendor baselines, a flag check) without load
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+if __name__ == "iris_ops":  # imported by its folder's name, from a checkout: be streamk_pgas.iris_ops itself
+    from streamk_pgas.namespace import alias_toplevel
+
+    alias_toplevel(__name__)
+
+from streamk_pgas.namespace import lazy_attributes
 
 _DEVICE = ("ERR_PEER_READY", "ERR_STREAMK_FIXUP", "ERR_TILE_READY", "ERROR_WORDS", "TIMER_GLOBALTIMER", "TIMER_LOGICAL",
            "TIMER_MEMREALTIME", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
@@ -32,20 +36,8 @@ _DEVICE = ("ERR_PEER_READY", "ERR_STREAMK_FIXUP", "ERR_TILE_READY", "ERROR_WORDS
            "wait", "wait_local", "wait_local_or_error", "wait_or_error")
 _HEAP = ("DEBUG", "ERROR", "INFO", "WARNING", "HeapPlacementError", "Iris", "do_bench", "iris", "logger",
          "memset_tensor", "set_logger_level")
-_SOURCE = {**dict.fromkeys(_DEVICE, "iris_ops.device"), **dict.fromkeys(_HEAP, "iris_ops.heap"),
-           "CollectiveError": "iris_ops.error_state", "ErrorState": "iris_ops.error_state",
-           "ConfigError": "iris_ops.errors", "HeapReserveError": "iris_ops.errors"}
+_SOURCE = {**dict.fromkeys(_DEVICE, "device"), **dict.fromkeys(_HEAP, "heap"),
+           "CollectiveError": "error_state", "ErrorState": "error_state",
+           "ConfigError": "errors", "HeapReserveError": "errors"}
 __all__ = sorted(_SOURCE)
-
-
-def __getattr__(name: str) -> Any:
-    source = _SOURCE.get(name)
-    if source is None:
-        raise AttributeError(f"module 'iris_ops' has no attribute {name!r}")
-    value = getattr(importlib.import_module(source), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _SOURCE)

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from iris_ops.env import (
+from streamk_pgas.iris_ops.env import (
     DEFAULT_TIMEOUT_S,
     MAX_TIMEOUT_S,
     MIN_TIMEOUT_S,

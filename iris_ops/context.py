@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from iris_ops.device import read_timer, record_error_all, wait_local_or_error
+from streamk_pgas.iris_ops.device import read_timer, record_error_all, wait_local_or_error
 
 
 class DeviceContext(NamedTuple):

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import time
 
-from iris_ops.env import interpreted, use_interpreter_without_gpu
+from streamk_pgas.iris_ops.env import interpreted, use_interpreter_without_gpu
 
 use_interpreter_without_gpu()
 

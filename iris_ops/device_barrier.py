@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from iris_ops.device import (
+from streamk_pgas.iris_ops.device import (
     ERR_PEER_READY,
     ERROR_KIND_SCALE,
     decode_error,

@@ -26,8 +26,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from iris_ops.bootstrap import launcher_rank, launcher_world_size, run_cleanups, started
-from iris_ops.errors import ConfigError, HeapReserveError
+from streamk_pgas.iris_ops.bootstrap import launcher_rank, launcher_world_size, run_cleanups, started
+from streamk_pgas.iris_ops.errors import ConfigError, HeapReserveError
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1

@@ -26,7 +26,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from iris_ops.errors import ConfigError
+from streamk_pgas.iris_ops.errors import ConfigError
 
 TIMEOUT_ENV = "IRIS_OPS_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 120.0  # when IRIS_OPS_TIMEOUT_S is not set

@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from iris_ops.device import ERROR_WORDS, decode_error
+from streamk_pgas.iris_ops.device import ERROR_WORDS, decode_error
 
 
 class CollectiveError(RuntimeError):

@@ -28,10 +28,10 @@ import torch
 import triton
 import triton.language as tl
 
-from iris_ops.backends import HeapBackend, choose_backend, make_backend
-from iris_ops.bootstrap import Bootstrap, get_bootstrap, launched_by, timeout_from_env
-from iris_ops.env import on_gpu, share_gpu
-from iris_ops.errors import HeapReserveError
+from streamk_pgas.iris_ops.backends import HeapBackend, choose_backend, make_backend
+from streamk_pgas.iris_ops.bootstrap import Bootstrap, get_bootstrap, launched_by, timeout_from_env
+from streamk_pgas.iris_ops.env import on_gpu, share_gpu
+from streamk_pgas.iris_ops.errors import HeapReserveError
 
 ALIGNMENT = 1024
 
@@ -100,14 +100,14 @@ class Iris:
         heap_size = math.ceil(heap_size / ALIGNMENT) * ALIGNMENT
         self.backend_name = choose_backend(backend)
         if self.backend_name == "symm":
-            from iris_ops.backends.torch_symm import symm_problem
+            from streamk_pgas.iris_ops.backends.torch_symm import symm_problem
 
             problem = symm_problem()
             if problem:
                 raise RuntimeError(problem)
             if launched_by() == "torchrun":
                 # torchrun's bootstrap would make a gloo default group; torch symmetric memory gets NCCL's
-                from iris_ops.backends.torch_symm import init_default_group_from_env
+                from streamk_pgas.iris_ops.backends.torch_symm import init_default_group_from_env
 
                 init_default_group_from_env(timeout_from_env())
         self.bootstrap: Bootstrap = get_bootstrap()

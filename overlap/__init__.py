@@ -11,12 +11,17 @@
     kernels, kernel_args, communication/, copy_steps    the device side
 """
 
-from iris_ops.env import use_interpreter_without_gpu
+if __name__ == "overlap":  # imported by its folder's name, from a checkout: be streamk_pgas.overlap itself
+    from streamk_pgas.namespace import alias_toplevel
+
+    alias_toplevel(__name__)
+
+from streamk_pgas.iris_ops.env import use_interpreter_without_gpu
 
 use_interpreter_without_gpu()  # no GPU: the kernels run in Triton's interpreter (chosen before triton is imported)
 
-from overlap.config import InvalidConfig, OverlapConfig, SlowModeWarning  # noqa: E402
-from overlap.op import OverlapOp  # noqa: E402
-from overlap.resolution import heap_bytes, resolve_config  # noqa: E402
+from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig, SlowModeWarning  # noqa: E402
+from streamk_pgas.overlap.op import OverlapOp  # noqa: E402
+from streamk_pgas.overlap.resolution import heap_bytes, resolve_config  # noqa: E402
 
 __all__ = ["InvalidConfig", "OverlapConfig", "OverlapOp", "SlowModeWarning", "heap_bytes", "resolve_config"]

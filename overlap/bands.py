@@ -8,7 +8,7 @@ driver call of a few microseconds)."""
 
 from __future__ import annotations
 
-from overlap.communication.copy_engine import bands
+from streamk_pgas.overlap.communication.copy_engine import bands
 
 BANDS = 8  # bands per copy region (see the module docstring)
 

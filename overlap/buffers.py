@@ -16,15 +16,15 @@ from typing import Any
 
 import torch
 
-from iris_ops import ERROR_WORDS, ErrorState, Iris
-from overlap.algorithms import AlgorithmRecord
-from overlap.algorithms.all_gather_gemm import a_chunks, a_ready_words
-from overlap.bands import row_bands
-from overlap.communication.copy_engine import band_counts
-from overlap.kernels import control_words
-from spec import DATATYPES
-from stream_k.layout import padded_cols, padded_zeros
-from stream_k.tiles import num_tiles
+from streamk_pgas.iris_ops import ERROR_WORDS, ErrorState, Iris
+from streamk_pgas.overlap.algorithms import AlgorithmRecord
+from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks, a_ready_words
+from streamk_pgas.overlap.bands import row_bands
+from streamk_pgas.overlap.communication.copy_engine import band_counts
+from streamk_pgas.overlap.kernels import control_words
+from streamk_pgas.spec import DATATYPES
+from streamk_pgas.stream_k.layout import padded_cols, padded_zeros
+from streamk_pgas.stream_k.tiles import num_tiles
 
 _ALIGN = 1024
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import spec
-from stream_k.select import GemmChoice
+from streamk_pgas import spec
+from streamk_pgas.stream_k.select import GemmChoice
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import spec
-from spec import AUTO, SCHEDULE_CHOICES
-from stream_k.configs import KernelConfig
-from stream_k.plan import MAX_SK_ROUNDS
+from streamk_pgas import spec
+from streamk_pgas.spec import AUTO, SCHEDULE_CHOICES
+from streamk_pgas.stream_k.configs import KernelConfig
+from streamk_pgas.stream_k.plan import MAX_SK_ROUNDS
 
 
 class SlowModeWarning(UserWarning):

@@ -24,10 +24,10 @@ from typing import Any
 
 import torch
 
-from overlap.algorithms.all_gather_gemm import a_chunk_cols, a_chunks, a_segment_cols
-from overlap.bands import row_bands
-from overlap.buffers import OpBuffers
-from overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
+from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunk_cols, a_chunks, a_segment_cols
+from streamk_pgas.overlap.bands import row_bands
+from streamk_pgas.overlap.buffers import OpBuffers
+from streamk_pgas.overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
 
 GATHER_CHUNKS = 4  # bands of row blocks of a slot whose K is one wait segment
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from stream_k.kernel_args import constexprs
+from streamk_pgas.stream_k.kernel_args import constexprs
 
 
 class Step(NamedTuple):

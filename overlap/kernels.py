@@ -52,12 +52,12 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.context import wait_or_record
-from iris_ops.device import ERR_PEER_READY, count_release, notify_ranks
-from overlap.algorithms.all_gather_gemm import gather_program
-from overlap.communication.comm_loop import comm_program
-from stream_k.kernel import streamk_program
-from stream_k.kernel_args import AWait
+from streamk_pgas.iris_ops.context import wait_or_record
+from streamk_pgas.iris_ops.device import ERR_PEER_READY, count_release, notify_ranks
+from streamk_pgas.overlap.algorithms.all_gather_gemm import gather_program
+from streamk_pgas.overlap.communication.comm_loop import comm_program
+from streamk_pgas.stream_k.kernel import streamk_program
+from streamk_pgas.stream_k.kernel_args import AWait
 
 EPOCH = 0
 CLAIM = 1

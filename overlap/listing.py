@@ -14,11 +14,11 @@ from typing import Any
 
 import torch
 
-from overlap.modes import MODE_STEPS
-from overlap.op import OverlapOp
-from overlap.step import KINDS
-from spec import ALGORITHMS, Target
-from stream_k.launch import BoundLaunch
+from streamk_pgas.overlap.modes import MODE_STEPS
+from streamk_pgas.overlap.op import OverlapOp
+from streamk_pgas.overlap.step import KINDS
+from streamk_pgas.spec import ALGORITHMS, Target
+from streamk_pgas.stream_k.launch import BoundLaunch
 
 _HEAP_BASE = 1 << 40  # where the stand-in heaps of the ranks start (each 1 TiB apart), as addresses go
 

@@ -1,7 +1,7 @@
 """The overlapped GEMM as a library op: built once for a problem, then called like a matmul, step after step.
 
-    import iris_ops
-    from overlap import OverlapOp
+    from streamk_pgas import iris_ops
+    from streamk_pgas.overlap import OverlapOp
 
     shmem = iris_ops.iris(OverlapOp.heap_bytes("all_reduce", 4096, 8192, 8192, "bf16", world_size))
     op = OverlapOp.create(shmem, "all_reduce", 4096, 8192, 8192, "bf16")   # every rank, same arguments
@@ -40,22 +40,22 @@ from typing import Any
 
 import torch
 
-from iris_ops import ErrorState, Iris
-from overlap.algorithms import ALGORITHMS, AlgorithmRecord
-from overlap.buffers import OpBuffers
-from overlap.config import OverlapConfig, SlowModeWarning
-from overlap.modes import MODE_STEPS, ModeSteps
-from overlap.parts import Parts
-from overlap.resolution import heap_bytes, resolve_config
-from overlap.step import KINDS, StepLaunches, StepRunner, step_graph_enabled
-from overlap.target import device_target
-from spec import AUTO, Target
-from stream_k import StreamKGemm
-from stream_k.dtypes import TORCH_DTYPES, output_dtype
-from stream_k.gemm import BOUND_LAUNCHES
-from stream_k.launch import BoundLaunch
-from stream_k.layout import aligned_rows, buffer_key, padded_zeros, tma_rows
-from stream_k.select import GemmChoice
+from streamk_pgas.iris_ops import ErrorState, Iris
+from streamk_pgas.overlap.algorithms import ALGORITHMS, AlgorithmRecord
+from streamk_pgas.overlap.buffers import OpBuffers
+from streamk_pgas.overlap.config import OverlapConfig, SlowModeWarning
+from streamk_pgas.overlap.modes import MODE_STEPS, ModeSteps
+from streamk_pgas.overlap.parts import Parts
+from streamk_pgas.overlap.resolution import heap_bytes, resolve_config
+from streamk_pgas.overlap.step import KINDS, StepLaunches, StepRunner, step_graph_enabled
+from streamk_pgas.overlap.target import device_target
+from streamk_pgas.spec import AUTO, Target
+from streamk_pgas.stream_k import StreamKGemm
+from streamk_pgas.stream_k.dtypes import TORCH_DTYPES, output_dtype
+from streamk_pgas.stream_k.gemm import BOUND_LAUNCHES
+from streamk_pgas.stream_k.launch import BoundLaunch
+from streamk_pgas.stream_k.layout import aligned_rows, buffer_key, padded_zeros, tma_rows
+from streamk_pgas.stream_k.select import GemmChoice
 
 
 class OverlapOp:

@@ -17,27 +17,27 @@ from typing import Any
 import torch
 import triton.language as tl
 
-import spec
-from iris_ops.context import DeviceContext, device_context
-from overlap.algorithms import AlgorithmRecord
-from overlap.algorithms.all_gather_gemm import a_chunk_cols, a_segment_cols
-from overlap.buffers import OpBuffers
-from overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
-from overlap.config import OverlapConfig
-from overlap.copy_steps import reduce_rows_post, schedule_ops
-from overlap.kernel_args import Gather, Move, MoveFlags, Step, StepFlags, constexprs
-from overlap.kernels import (
+from streamk_pgas import spec
+from streamk_pgas.iris_ops.context import DeviceContext, device_context
+from streamk_pgas.overlap.algorithms import AlgorithmRecord
+from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunk_cols, a_segment_cols
+from streamk_pgas.overlap.buffers import OpBuffers
+from streamk_pgas.overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
+from streamk_pgas.overlap.config import OverlapConfig
+from streamk_pgas.overlap.copy_steps import reduce_rows_post, schedule_ops
+from streamk_pgas.overlap.kernel_args import Gather, Move, MoveFlags, Step, StepFlags, constexprs
+from streamk_pgas.overlap.kernels import (
     announce_kernel,
     ce_finish_kernel,
     ce_start_kernel,
     comm_kernel,
     overlap_kernel,
 )
-from spec import Target
-from stream_k import StreamKGemm, streamk_gemm_kernel
-from stream_k.kernel_args import unwrapped
-from stream_k.launch import BoundLaunch
-from stream_k.select import GemmChoice, choose_gemm
+from streamk_pgas.spec import Target
+from streamk_pgas.stream_k import StreamKGemm, streamk_gemm_kernel
+from streamk_pgas.stream_k.kernel_args import unwrapped
+from streamk_pgas.stream_k.launch import BoundLaunch
+from streamk_pgas.stream_k.select import GemmChoice, choose_gemm
 
 
 def ticket_span(tiles: int, owners: int, pieces: int, programs: int) -> int:

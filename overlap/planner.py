@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import spec
-from overlap.algorithms import ALGORITHMS
-from overlap.candidates import Candidate, Problem
-from overlap.config import PLANNED_FIELDS, InvalidConfig
-from overlap.modes import MODE_STEPS
-from spec import AUTO, Target
-from stream_k.configs import KernelConfig, default_config
-from stream_k.select import GemmChoice, choose_gemm, gemm_candidates
+from streamk_pgas import spec
+from streamk_pgas.overlap.algorithms import ALGORITHMS
+from streamk_pgas.overlap.candidates import Candidate, Problem
+from streamk_pgas.overlap.config import PLANNED_FIELDS, InvalidConfig
+from streamk_pgas.overlap.modes import MODE_STEPS
+from streamk_pgas.spec import AUTO, Target
+from streamk_pgas.stream_k.configs import KernelConfig, default_config
+from streamk_pgas.stream_k.select import GemmChoice, choose_gemm, gemm_candidates
 
 CACHE_ENV = "STREAMK_PGAS_TUNING_CACHE"
 

@@ -5,9 +5,9 @@ algorithm's own communication rates (per program, the link's ceiling, from an ep
 
 from __future__ import annotations
 
-from overlap.algorithms import ALGORITHMS
-from overlap.bands import BANDS
-from overlap.candidates import Problem
+from streamk_pgas.overlap.algorithms import ALGORITHMS
+from streamk_pgas.overlap.bands import BANDS
+from streamk_pgas.overlap.candidates import Problem
 
 LOCAL_GBS = 3000.0  # device memory, for the share of the communication that stays on this rank
 STEP_US = {"sync": 6.0, "launch": 3.0, "two_streams": 5.0}  # peer barrier; a second kernel; the stream fork

@@ -8,10 +8,10 @@ import dataclasses
 import math
 from typing import Any
 
-import spec
-from overlap.algorithms import ALGORITHMS
-from overlap.buffers import heap_bytes as _heap_bytes
-from overlap.config import (
+from streamk_pgas import spec
+from streamk_pgas.overlap.algorithms import ALGORITHMS
+from streamk_pgas.overlap.buffers import heap_bytes as _heap_bytes
+from streamk_pgas.overlap.config import (
     PLANNED_FIELDS,
     InvalidConfig,
     OverlapConfig,
@@ -20,10 +20,10 @@ from overlap.config import (
     check_split,
     pow2,
 )
-from overlap.modes import MODE_STEPS
-from overlap.planner import Problem, TuningCache, plan
-from overlap.target import device_target
-from spec import AUTO, Target
+from streamk_pgas.overlap.modes import MODE_STEPS
+from streamk_pgas.overlap.planner import Problem, TuningCache, plan
+from streamk_pgas.overlap.target import device_target
+from streamk_pgas.spec import AUTO, Target
 
 # A mode asked for whose predicted step is more than this many times the best mode's gets a note saying so and why
 # (plan_info["slow_mode"]: benchmark.py prints it, OverlapOp warns).

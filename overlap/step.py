@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from iris_ops.env import flag_from_env
-from stream_k.launch import BoundLaunch
+from streamk_pgas.iris_ops.env import flag_from_env
+from streamk_pgas.stream_k.launch import BoundLaunch
 
 STEP_GRAPH_ENV = "STREAMK_PGAS_STEP_GRAPH"  # 0: no replay; 1 (default): replay from one graph
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from iris_ops.env import on_gpu
-from spec import INTERPRETER, Target, target_from_properties
+from streamk_pgas.iris_ops.env import on_gpu
+from streamk_pgas.spec import INTERPRETER, Target, target_from_properties
 
 
 def device_target(device: Any = None) -> Target:

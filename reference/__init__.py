@@ -6,3 +6,8 @@
 config: flags and checks (no torch) | world: process groups | inputs: data, GEMM call, validation
 variants: the baselines | runner: timing and records | cli: the entry point
 """
+
+if __name__ == "reference":  # imported by its folder's name, from a checkout: be streamk_pgas.reference itself
+    from streamk_pgas.namespace import alias_toplevel
+
+    alias_toplevel(__name__)

@@ -1,5 +1,5 @@
 import sys
 
-from reference.cli import entry
+from streamk_pgas.reference.cli import entry
 
 sys.exit(entry())

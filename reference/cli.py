@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import sys
 
-from iris_ops.bootstrap import launcher_world_size
-from iris_ops.entry import EXIT_FAILED, run_main
-from reference.config import (
+from streamk_pgas.iris_ops.bootstrap import launcher_world_size
+from streamk_pgas.iris_ops.entry import EXIT_FAILED, run_main
+from streamk_pgas.reference.config import (
     ConfigError,
     check_before_start,
     output_paths,
@@ -50,9 +50,9 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     check_before_start(cfg, world_size)
 
     # torch and the world only once the flags are known to be good.
-    from harness.runlog import write_record
-    from reference.runner import run_variant, summary_line
-    from reference.world import init_world
+    from streamk_pgas.harness.runlog import write_record
+    from streamk_pgas.reference.runner import run_variant, summary_line
+    from streamk_pgas.reference.world import init_world
 
     world = init_world(cfg.device, cfg.timeout_s, prog)
     paths = output_paths(cfg, world.world_size)

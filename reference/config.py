@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import spec
-from harness.checks import (
+from streamk_pgas import spec
+from streamk_pgas.harness.checks import (
     MAX_DIM,
     MAX_ITERS,
     MAX_SEED,
@@ -27,8 +27,8 @@ from harness.checks import (
     int_in,
     timeout_seconds,
 )
-from harness.config import DefaultsOnce
-from harness.timing import START_SYNCS
+from streamk_pgas.harness.config import DefaultsOnce
+from streamk_pgas.harness.timing import START_SYNCS
 
 # Variant key -> what it runs (spec.BASELINES). Every variant writes one record.
 VARIANT_HELP: dict[str, str] = {key: b.text for key, b in spec.BASELINES.items()}
@@ -66,7 +66,7 @@ def default_problem(device: str, world_size: int) -> dict[str, Any]:
     """-m, -n, -k and --datatype when left out, for --device on `world_size` ranks."""
     if on_gpu(device):
         return dict(GPU_PROBLEM)
-    from harness.config import CPU_DEFAULTS, cpu_default_dim
+    from streamk_pgas.harness.config import CPU_DEFAULTS, cpu_default_dim
 
     return {**{d: cpu_default_dim(d, world_size) for d in ("m", "n", "k")}, "datatype": CPU_DEFAULTS["datatype"]}
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from harness.checks import TOLERANCE
-from harness.dtypes import random_inputs
-from stream_k.dtypes import output_dtype
+from streamk_pgas.harness.checks import TOLERANCE
+from streamk_pgas.harness.dtypes import random_inputs
+from streamk_pgas.stream_k.dtypes import output_dtype
 
 
 def generator(seed: int) -> torch.Generator:

@@ -15,9 +15,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from harness.progress import Progress
-from harness.runlog import new_record, rate_text, summarize_ms, timing_section
-from harness.timing import (
+from streamk_pgas.harness.progress import Progress
+from streamk_pgas.harness.runlog import new_record, rate_text, summarize_ms, timing_section
+from streamk_pgas.harness.timing import (
     HOST_METHOD,
     LOOP_METHOD,
     CapturedStep,
@@ -27,11 +27,11 @@ from harness.timing import (
     time_iterations,
     time_loop,
 )
-from harness.timing import METHOD as TIMING_METHOD
-from reference.config import RefConfig
-from reference.inputs import compare
-from reference.variants import VARIANTS, Prepared, Variant
-from reference.world import World
+from streamk_pgas.harness.timing import METHOD as TIMING_METHOD
+from streamk_pgas.reference.config import RefConfig
+from streamk_pgas.reference.inputs import compare
+from streamk_pgas.reference.variants import VARIANTS, Prepared, Variant
+from streamk_pgas.reference.world import World
 
 
 def _sync(world: World) -> None:

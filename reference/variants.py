@@ -14,13 +14,13 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-import spec
-from harness.runlog import problem_sizes
-from harness.timing import StepTimer
-from reference.config import RefConfig
-from reference.inputs import empty_output, gemm_out, product64, rank_inputs
-from reference.world import World
-from stream_k.dtypes import output_dtype
+from streamk_pgas import spec
+from streamk_pgas.harness.runlog import problem_sizes
+from streamk_pgas.harness.timing import StepTimer
+from streamk_pgas.reference.config import RefConfig
+from streamk_pgas.reference.inputs import empty_output, gemm_out, product64, rank_inputs
+from streamk_pgas.reference.world import World
+from streamk_pgas.stream_k.dtypes import output_dtype
 
 
 @dataclass

@@ -26,8 +26,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from harness.device_watch import DeviceWatch, cuda_watch, exit_on_stall
-from iris_ops.bootstrap import startup_failure
+from streamk_pgas.harness.device_watch import DeviceWatch, cuda_watch, exit_on_stall
+from streamk_pgas.iris_ops.bootstrap import startup_failure
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def pick_device(requested: str, local_rank: int) -> torch.device:
 
 def _mpi_store(p: Placement, timeout: datetime.timedelta) -> Any:
     """Rank 0 binds a TCPStore on a free port; the address and port reach the others through mpi4py."""
-    from iris_ops.bootstrap import startup_watchdog
+    from streamk_pgas.iris_ops.bootstrap import startup_watchdog
 
     # MPI_Init waits for every rank (holding the GIL): a rank that never starts is bounded by a watchdog.
     with startup_watchdog(timeout.total_seconds(), "MPI start-up", rank=p.rank, limit_set_by="--timeout_s"):

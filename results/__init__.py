@@ -1,1 +1,6 @@
 """Reading the run logs: plot.py (figures, tables), sweep.py (grids of runs), grid_table.py."""
+
+if __name__ == "results":  # imported by its folder's name, from a checkout: be streamk_pgas.results itself
+    from streamk_pgas.namespace import alias_toplevel
+
+    alias_toplevel(__name__)

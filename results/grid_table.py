@@ -50,9 +50,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-import spec
-from harness.checks import ConfigError, OneLineParser
-from harness.runlog import read_records
+from streamk_pgas import spec
+from streamk_pgas.harness.checks import ConfigError, OneLineParser
+from streamk_pgas.harness.runlog import read_records
 
 FAMILY = {name: alg.family.name for name, alg in spec.ALGORITHMS.items()}  # our algorithm -> its family
 FAMILIES = tuple(dict.fromkeys(FAMILY.values()))

@@ -38,9 +38,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-import spec
-from harness.runlog import flops_unit, read_records
-from harness.trace import TIMELINE_SCHEMA, read_timeline
+from streamk_pgas import spec
+from streamk_pgas.harness.runlog import flops_unit, read_records
+from streamk_pgas.harness.trace import TIMELINE_SCHEMA, read_timeline
 
 # Benchmark algorithm -> the reference algorithm it is compared with.
 # A run's algorithm -> the "algorithm" of its family's vendor pair (spec.baselines), its speed-up reference: ours

@@ -18,7 +18,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import matplotlib.pyplot as plt
 
-from results.plot import BAR_DPI, bar_figures, load_table, text_overlaps
+from streamk_pgas.results.plot import BAR_DPI, bar_figures, load_table, text_overlaps
 
 ROOT = Path(__file__).resolve().parent
 MAX_WIDTH_PX = 2000

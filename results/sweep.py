@@ -44,10 +44,10 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import spec
-from harness.checks import ConfigError, OneLineParser
-from reference.config import COLLECTIVES, SPLIT_DIMS, default_log_name
-from spec import DATATYPES
+from streamk_pgas import spec
+from streamk_pgas.harness.checks import ConfigError, OneLineParser
+from streamk_pgas.reference.config import COLLECTIVES, SPLIT_DIMS, default_log_name
+from streamk_pgas.spec import DATATYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 ALGORITHMS = tuple(spec.ALGORITHMS)

@@ -14,7 +14,7 @@ if ! python -c "import torch" 2>/dev/null; then
 fi
 EXTRAS="${1:-}"
 stamp="$VENV/.streamk_pgas_installed${EXTRAS:+_$EXTRAS}"
-if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/setup.py" -nt "$stamp" ]; then
   pip install -q -e "$ROOT${EXTRAS:+[$EXTRAS]}"
   touch "$stamp"
 fi

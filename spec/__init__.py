@@ -13,12 +13,30 @@ Everything else (the op, its planner, the benchmark's flags, fixture and log, th
 plots, the reference baselines) reads these records instead of restating them.
 """
 
-from spec.baselines import BASELINES, Baseline, baseline, peers, vendor_pair
-from spec.datatypes import DATATYPES, DataType, datatype
-from spec.modes import AUTO, MODES, Mode, mode
-from spec.schedules import GEMM_SCHEDULE_CHOICES, SCHEDULE_CHOICES, SCHEDULES, parse_schedule_label, schedule_label
-from spec.sharding import ALGORITHMS, FAMILIES, Algorithm, Family, algorithm, family, family_algorithms
-from spec.target import INTERPRETER, KNOWN_TARGETS, Target, known_target, sm90_or_newer, target_from_properties
+if __name__ == "spec":  # imported by its folder's name, from a checkout: be streamk_pgas.spec itself
+    from streamk_pgas.namespace import alias_toplevel
+
+    alias_toplevel(__name__)
+
+from streamk_pgas.spec.baselines import BASELINES, Baseline, baseline, peers, vendor_pair
+from streamk_pgas.spec.datatypes import DATATYPES, DataType, datatype
+from streamk_pgas.spec.modes import AUTO, MODES, Mode, mode
+from streamk_pgas.spec.schedules import (
+    GEMM_SCHEDULE_CHOICES,
+    SCHEDULE_CHOICES,
+    SCHEDULES,
+    parse_schedule_label,
+    schedule_label,
+)
+from streamk_pgas.spec.sharding import ALGORITHMS, FAMILIES, Algorithm, Family, algorithm, family, family_algorithms
+from streamk_pgas.spec.target import (
+    INTERPRETER,
+    KNOWN_TARGETS,
+    Target,
+    known_target,
+    sm90_or_newer,
+    target_from_properties,
+)
 
 __all__ = [
     "ALGORITHMS",

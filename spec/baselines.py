@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spec.sharding import FAMILIES, Family
+from streamk_pgas.spec.sharding import FAMILIES, Family
 
 
 @dataclass(frozen=True)

@@ -13,32 +13,23 @@ hand every finished tile to an epilogue hook that stores it and marks it ready (
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+if __name__ == "stream_k":  # imported by its folder's name, from a checkout: be streamk_pgas.stream_k itself
+    from streamk_pgas.namespace import alias_toplevel
 
-from iris_ops.env import use_interpreter_without_gpu
+    alias_toplevel(__name__)
+
+from streamk_pgas.iris_ops.env import use_interpreter_without_gpu
+from streamk_pgas.namespace import lazy_attributes
 
 use_interpreter_without_gpu()  # no GPU: the kernels run in Triton's interpreter (chosen before triton is imported)
 
 # The package's names are loaded when first used (PEP 562), so that stream_k.dtypes (torch and spec only) can be
 # imported without loading Triton: the vendor baselines (reference/) need the datatype map and nothing else.
 _SOURCE = {
-    **dict.fromkeys(("KernelConfig", "current_arch", "default_config"), "stream_k.configs"),
-    **dict.fromkeys(("StreamKGemm", "default_num_programs", "matmul"), "stream_k.gemm"),
-    **dict.fromkeys(("store_and_signal", "streamk_gemm_kernel", "streamk_program"), "stream_k.kernel"),
-    **dict.fromkeys(("SCHEDULES", "StreamKPlan", "WorkItem", "plan_streamk", "tile_coords"), "stream_k.plan"),
+    **dict.fromkeys(("KernelConfig", "current_arch", "default_config"), "configs"),
+    **dict.fromkeys(("StreamKGemm", "default_num_programs", "matmul"), "gemm"),
+    **dict.fromkeys(("store_and_signal", "streamk_gemm_kernel", "streamk_program"), "kernel"),
+    **dict.fromkeys(("SCHEDULES", "StreamKPlan", "WorkItem", "plan_streamk", "tile_coords"), "plan"),
 }
 __all__ = sorted(_SOURCE)
-
-
-def __getattr__(name: str) -> Any:
-    source = _SOURCE.get(name)
-    if source is None:
-        raise AttributeError(f"module 'stream_k' has no attribute {name!r}")
-    value = getattr(importlib.import_module(source), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _SOURCE)

@@ -37,8 +37,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from iris_ops.env import interpreted
-from spec import sm90_or_newer
+from streamk_pgas.iris_ops.env import interpreted
+from streamk_pgas.spec import sm90_or_newer
 
 
 @dataclass(frozen=True)

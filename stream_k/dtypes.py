@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-import spec
+from streamk_pgas import spec
 
 TORCH_DTYPES: dict[str, torch.dtype] = {name: getattr(torch, d.torch_name) for name, d in spec.DATATYPES.items()}
 

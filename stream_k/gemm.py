@@ -19,19 +19,19 @@ from typing import Any
 
 import torch
 
-from iris_ops.context import device_context, one_rank_bases
-from iris_ops.device import arch_code, decode_error, default_timer_kind, spin_budget
-from iris_ops.env import interpreted, on_gpu
-from stream_k.configs import KernelConfig, current_arch, default_config
-from stream_k.dtypes import TORCH_DTYPES as DTYPES
-from stream_k.dtypes import accumulator_dtype, output_dtype
-from stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
-from stream_k.kernel_args import Schedule, Sizes, Tiling, Workspace, constexprs
-from stream_k.launch import BoundLaunch
-from stream_k.layout import buffer_key, padded_zeros, tma_rows, vector_stride_multiple
-from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
-from stream_k.select import choose_gemm
-from stream_k.tiles import width_parts
+from streamk_pgas.iris_ops.context import device_context, one_rank_bases
+from streamk_pgas.iris_ops.device import arch_code, decode_error, default_timer_kind, spin_budget
+from streamk_pgas.iris_ops.env import interpreted, on_gpu
+from streamk_pgas.stream_k.configs import KernelConfig, current_arch, default_config
+from streamk_pgas.stream_k.dtypes import TORCH_DTYPES as DTYPES
+from streamk_pgas.stream_k.dtypes import accumulator_dtype, output_dtype
+from streamk_pgas.stream_k.kernel import store_and_signal, store_tma_and_signal, streamk_gemm_kernel
+from streamk_pgas.stream_k.kernel_args import Schedule, Sizes, Tiling, Workspace, constexprs
+from streamk_pgas.stream_k.launch import BoundLaunch
+from streamk_pgas.stream_k.layout import buffer_key, padded_zeros, tma_rows, vector_stride_multiple
+from streamk_pgas.stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
+from streamk_pgas.stream_k.select import choose_gemm
+from streamk_pgas.stream_k.tiles import width_parts
 
 _INT32_MAX = 2**31 - 1
 

@@ -83,10 +83,10 @@ from typing import Any, NamedTuple
 import triton
 import triton.language as tl
 
-from iris_ops.context import now, wait_or_record
-from iris_ops.device import ERR_A_ROWS, fence_proxy_async_global, wait_bulk_stores
-from iris_ops.env import interpreted
-from stream_k.tiles import tile_coords
+from streamk_pgas.iris_ops.context import now, wait_or_record
+from streamk_pgas.iris_ops.device import ERR_A_ROWS, fence_proxy_async_global, wait_bulk_stores
+from streamk_pgas.iris_ops.env import interpreted
+from streamk_pgas.stream_k.tiles import tile_coords
 
 _ERR_A_ROWS: tl.constexpr = tl.constexpr(ERR_A_ROWS)
 _INTERPRET: tl.constexpr = tl.constexpr(interpreted())

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from iris_ops.env import flag_from_env, interpreted
+from streamk_pgas.iris_ops.env import flag_from_env, interpreted
 
 _CHECKED: set[tuple[str, frozenset[str]]] = set()
 

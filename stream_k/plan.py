@@ -63,10 +63,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from spec.schedules import GEMM_ONLY_SCHEDULES, GEMM_SCHEDULE_CHOICES
-from spec.schedules import SCHEDULES as OP_SCHEDULES
-from stream_k.tiles import tile_coords_host as tile_coords  # noqa: F401  (re-exported)
-from stream_k.tiles import width_parts
+from streamk_pgas.spec.schedules import GEMM_ONLY_SCHEDULES, GEMM_SCHEDULE_CHOICES
+from streamk_pgas.spec.schedules import SCHEDULES as OP_SCHEDULES
+from streamk_pgas.stream_k.tiles import tile_coords_host as tile_coords  # noqa: F401  (re-exported)
+from streamk_pgas.stream_k.tiles import width_parts
 
 SCHEDULES = (*OP_SCHEDULES, *GEMM_ONLY_SCHEDULES)  # spec.schedules: "splitk" is the stand-alone GEMM's only
 AUTO_SCHEDULE = "auto"  # plan_streamk picks dp or the one-tile hybrid by cost_iters

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stream_k.dtypes import output_dtype, torch_dtype
+from streamk_pgas.stream_k.dtypes import output_dtype, torch_dtype
 
 
 @dataclass(frozen=True)

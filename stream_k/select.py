@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spec import schedule_label, sm90_or_newer
-from stream_k.configs import KernelConfig, default_config
-from stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
-from stream_k.roofline import gemm_bytes
-from stream_k.tiles import width_parts
+from streamk_pgas.spec import schedule_label, sm90_or_newer
+from streamk_pgas.stream_k.configs import KernelConfig, default_config
+from streamk_pgas.stream_k.plan import AUTO_SCHEDULE, StreamKPlan, plan_streamk
+from streamk_pgas.stream_k.roofline import gemm_bytes
+from streamk_pgas.stream_k.tiles import width_parts
 
 # Dense GEMM TFLOP/s of the whole device for the default tile on full waves (TMA Stream-K reaches cuBLAS: 679-708
 # bf16 on an H200; a 128 x 256 x 64 MAC iteration took 0.65-0.80 us on the grid shards, 0.76 on average: 720

@@ -23,10 +23,10 @@ from typing import Any
 
 import torch
 
-import spec
-from harness import runlog
-from harness.checks import timeout_seconds
-from harness.config import (
+from streamk_pgas import spec
+from streamk_pgas.harness import runlog
+from streamk_pgas.harness.checks import timeout_seconds
+from streamk_pgas.harness.config import (
     BenchConfig,
     ConfigError,
     build_parser,
@@ -39,8 +39,8 @@ from harness.config import (
     trace_stem,
     tuning_configs,
 )
-from harness.progress import LastLine, Progress
-from harness.timing import (
+from streamk_pgas.harness.progress import LastLine, Progress
+from streamk_pgas.harness.timing import (
     HOST_METHOD,
     LOOP_METHOD,
     LOOP_REPEATS,
@@ -49,13 +49,13 @@ from harness.timing import (
     time_iterations,
     time_loop,
 )
-from harness.timing import METHOD as TIMING_METHOD
-from harness.validate import describe_failure
-from iris_ops.bootstrap import Bootstrap, get_bootstrap
-from iris_ops.entry import run_main
-from iris_ops.env import on_gpu, set_host_timeout
-from spec import Target
+from streamk_pgas.harness.timing import METHOD as TIMING_METHOD
+from streamk_pgas.harness.validate import describe_failure
+from streamk_pgas.iris_ops.bootstrap import Bootstrap, get_bootstrap
+from streamk_pgas.iris_ops.entry import run_main
+from streamk_pgas.iris_ops.env import on_gpu, set_host_timeout
 from streamk_pgas.launch import launch_bench, take_flag
+from streamk_pgas.spec import Target
 
 CPU_TIMES = ("CPU backend: Triton's interpreter runs a kernel's programs one after another, so these times say "
              "nothing of a GPU's")
@@ -63,12 +63,12 @@ CPU_TIMES = ("CPU backend: Triton's interpreter runs a kernel's programs one aft
 
 def device_target(boot: Bootstrap) -> Target:
     """This rank's device (after choosing it: one GPU per rank, or a shared one), as the planner sees it."""
-    from overlap.target import device_target as target_of
+    from streamk_pgas.overlap.target import device_target as target_of
 
     if not on_gpu():
         return target_of(None)  # the interpreter: programs run one after another, any count is "resident"
-    from iris_ops.backends.cuda_ipc import shared_gpu_index
-    from iris_ops.env import share_gpu
+    from streamk_pgas.iris_ops.backends.cuda_ipc import shared_gpu_index
+    from streamk_pgas.iris_ops.env import share_gpu
 
     n = torch.cuda.device_count()
     if boot.local_size > n and not share_gpu():
@@ -79,7 +79,7 @@ def device_target(boot: Bootstrap) -> Target:
 
 
 def fill_heap_size(cfg: BenchConfig, world_size: int) -> None:
-    from harness.fixture import heap_bytes_needed
+    from streamk_pgas.harness.fixture import heap_bytes_needed
 
     need = heap_bytes_needed(cfg, world_size)
     if "heap_size" in cfg.defaulted:
@@ -98,8 +98,8 @@ class Run:
     """One configuration: the fixture, its validation and timing, and the log record."""
 
     def __init__(self, cfg: BenchConfig, boot: Bootstrap, shmem: Any) -> None:
-        from harness.fixture import OverlapFixture
-        from iris_ops.device_barrier import DeviceBarrier
+        from streamk_pgas.harness.fixture import OverlapFixture
+        from streamk_pgas.iris_ops.device_barrier import DeviceBarrier
 
         self.cfg, self.boot, self.shmem = cfg, boot, shmem
         shmem.reset_allocator()
@@ -235,7 +235,7 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None,
         trace: Path | None) -> tuple[int, dict[str, Any]]:
     """One configuration: validate and/or time it, write its log (and with --trace_tiles its trace, at `trace`).
     Returns (exit status, its timing section)."""
-    from harness.timing import CapturedStep
+    from streamk_pgas.harness.timing import CapturedStep
 
     r = Run(cfg, boot, shmem)
     fx = r.fx
@@ -284,7 +284,7 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None,
         trace_files = write_trace(cfg, boot, shmem, fx, r.sync, trace, r.start_barrier)
 
     if boot.rank == 0 and output_file:
-        from harness.runlog import new_record, problem_sizes, write_record
+        from streamk_pgas.harness.runlog import new_record, problem_sizes, write_record
 
         sizes = problem_sizes(spec.ALGORITHMS[cfg.algorithm].family, cfg.m, cfg.n, cfg.k, cfg.datatype, W)
         sizes["tiles"] = fx.tiles
@@ -308,8 +308,8 @@ def run(cfg: BenchConfig, boot: Bootstrap, shmem: Any, output_file: str | None,
 
 def store_tuning(configs: list[BenchConfig], timings: list[dict[str, Any]], boot: Bootstrap, target: Target) -> int:
     """--tune: the fastest validated candidate (back-to-back loop median) goes into the tuning cache (rank 0)."""
-    from overlap.config import PLANNED_FIELDS
-    from overlap.planner import Problem, TuningCache
+    from streamk_pgas.overlap.config import PLANNED_FIELDS
+    from streamk_pgas.overlap.planner import Problem, TuningCache
 
     tried = [{"choice": c.plan["choice"], "predicted_ms": c.plan.get("predicted_ms"),
               "loop_ms": t.get("loop_ms"), "validated": t.get("validated")} for c, t in zip(configs, timings)]
@@ -362,7 +362,7 @@ def write_trace(cfg: BenchConfig, boot: Bootstrap, shmem: Any, runner: Any, sync
     everyone = shmem.allgather(mine)
     files: dict[str, str] = {}
     if boot.rank == 0:
-        from harness.trace import write_traces
+        from streamk_pgas.harness.trace import write_traces
 
         timeline, chrome = write_traces(everyone, stem)
         files = {"timeline": str(timeline), "perfetto": str(chrome)}
@@ -393,7 +393,7 @@ def verdict(timings: list[dict[str, Any]], status: int, on_gpu: bool) -> str:
 def host_limit(argv: list[str]) -> float:
     """--timeout_s as given, read before start-up (the op's default when it is left out; a bad value gets the default
     here and is refused with the other flags once every rank has started)."""
-    from overlap.config import OverlapConfig
+    from streamk_pgas.overlap.config import OverlapConfig
 
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--timeout_s", default=None)
@@ -447,12 +447,12 @@ def main(argv: list[str] | None = None, prog: str = "benchmark.py") -> int:
         raise ConfigError(*problem)
 
     if target.interpreted and boot.rank == 0:  # a shape that takes the interpreter hours is said before it starts
-        from harness.cpu_estimate import interpreter_note
+        from streamk_pgas.harness.cpu_estimate import interpreter_note
 
         for note in dict.fromkeys(filter(None, (interpreter_note(cfg, boot.world_size) for cfg in configs))):
             print(note, flush=True)
 
-    import iris_ops
+    from streamk_pgas import iris_ops
 
     shmem = iris_ops.iris(max(cfg.heap_size for cfg in configs))
     status = 0

@@ -30,7 +30,7 @@ def usage() -> str:
 def quickstart(argv: list[str]) -> int:
     """N ranks (--np, default 2) of `bench` with the quick start's flags (then `argv`) on this machine
     (streamk_pgas.launch: mpirun with the flags it needs here, else torchrun)."""
-    from iris_ops.entry import run_main
+    from streamk_pgas.iris_ops.entry import run_main
     from streamk_pgas.launch import launch, ranks_of, take_flag
 
     given, argv = take_flag(argv, "--np")
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "quickstart":
         return quickstart(rest)
     if command == "bench":
-        from iris_ops.entry import run_main
+        from streamk_pgas.iris_ops.entry import run_main
         from streamk_pgas.launch import launch_bench
 
         # --nproc N, before torch is imported: a launch replaces this process, so a code that comes back is a
@@ -62,11 +62,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return entry(rest, f"{PROG} bench")
     if command == "reference":
-        from reference.cli import entry as reference
+        from streamk_pgas.reference.cli import entry as reference
 
         return reference(rest, f"{PROG} reference")
     if command == "plot":
-        from results.plot import main as plot
+        from streamk_pgas.results.plot import main as plot
 
         return plot(rest)
     print(f"{PROG}: error: unknown command {command!r}; one of {', '.join(COMMANDS)} (see {PROG} --help)",

@@ -15,8 +15,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from iris_ops.bootstrap import launched_by
-from iris_ops.errors import ConfigError
+from streamk_pgas.iris_ops.bootstrap import launched_by
+from streamk_pgas.iris_ops.errors import ConfigError
 
 MAX_RANKS = 1024
 ROOT = Path(__file__).resolve().parent.parent  # the repository (or site-packages): `-m streamk_pgas` is found here
@@ -68,7 +68,8 @@ def command(ranks: int, python_args: list[str]) -> list[str]:
         if os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
         return [*cmd, "--oversubscribe", "-np", str(ranks), sys.executable, *python_args]
-    return [sys.executable, "-m", "iris_ops.torchrun", "--standalone", "--nproc-per-node", str(ranks), *python_args]
+    return [sys.executable, "-m", "streamk_pgas.iris_ops.torchrun", "--standalone", "--nproc-per-node", str(ranks),
+            *python_args]
 
 
 def launch(ranks: int, python_args: list[str], flag: str = "--nproc") -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from iris_ops.env import on_gpu  # the ranks run compiled kernels on GPUs (not the interpreter)
+from streamk_pgas.iris_ops.env import on_gpu  # the ranks run compiled kernels on GPUs (not the interpreter)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MPI_DIR = Path(__file__).resolve().parent / "mpi"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT, on_gpu, run_mpi, skip_unless_ranks
 
-from harness.runlog import check_record
+from streamk_pgas.harness.runlog import check_record
 
 ALGORITHMS = ("all_reduce", "all_scatter", "one_shot")
 MODES = ("bulk_sync", "two_streams", "fused", "fused_sequential")

@@ -18,11 +18,11 @@ import pytest
 import torch
 from conftest import on_gpu
 
-import iris_ops
-from overlap import OverlapOp
-from stream_k import StreamKGemm
-from stream_k.gemm import BOUND_LAUNCHES
-from stream_k.launch import BoundLaunch
+from streamk_pgas import iris_ops
+from streamk_pgas.overlap import OverlapOp
+from streamk_pgas.stream_k import StreamKGemm
+from streamk_pgas.stream_k.gemm import BOUND_LAUNCHES
+from streamk_pgas.stream_k.launch import BoundLaunch
 
 GPU = on_gpu()
 DEVICE = "cuda" if GPU else "cpu"
@@ -67,7 +67,7 @@ def _right(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _gemm() -> StreamKGemm:
-    from stream_k.select import choose_gemm
+    from streamk_pgas.stream_k.select import choose_gemm
 
     choice = choose_gemm(M, N, K, "bf16", 8 if not GPU else 132, "interpreter" if not GPU else "sm90")
     return StreamKGemm(choice.plan, "bf16", choice.config, device=DEVICE)

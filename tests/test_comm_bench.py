@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import on_gpu, run_mpi, skip_unless_ranks
 
-from tools import comm_bench
+from streamk_pgas.tools import comm_bench
 
 
 def test_sizes_and_shapes() -> None:

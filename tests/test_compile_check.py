@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-from tools.compile_check import known_issues
-from tools.compile_check.known_issues import KNOWN_ISSUES, KnownIssue, known_issue
-from tools.compile_check.report import Row, failure_lines
-from tools.compile_check.resources import Usage, occupancy, parse_amdgcn, parse_ptxas_log
-from tools.compile_check.spec import LaunchSpec
-from tools.compile_check.targets import TARGETS
+from streamk_pgas.tools.compile_check import known_issues
+from streamk_pgas.tools.compile_check.known_issues import KNOWN_ISSUES, KnownIssue, known_issue
+from streamk_pgas.tools.compile_check.report import Row, failure_lines
+from streamk_pgas.tools.compile_check.resources import Usage, occupancy, parse_amdgcn, parse_ptxas_log
+from streamk_pgas.tools.compile_check.spec import LaunchSpec
+from streamk_pgas.tools.compile_check.targets import TARGETS
 
 
 def _env() -> dict[str, str]:
@@ -76,9 +76,9 @@ import torch
 import triton
 import triton.language as tl
 
-from tools.compile_check import kernels
-from tools.compile_check.cli import main
-from tools.compile_check.spec import LaunchSpec
+from streamk_pgas.tools.compile_check import kernels
+from streamk_pgas.tools.compile_check.cli import main
+from streamk_pgas.tools.compile_check.spec import LaunchSpec
 
 
 @triton.jit

@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-import spec
-from overlap.config import InvalidConfig
-from overlap.listing import ListingHeap, every_mode, op_for
-from overlap.op import OverlapOp
-from stream_k.kernel_args import unwrapped
-from tools.compile_check.build import Build, specialise
-from tools.compile_check.cli import collect
-from tools.compile_check.kernels import OP_DATATYPE, OP_SHAPE, OP_WORLDS, not_built
-from tools.compile_check.spec import LaunchSpec
-from tools.compile_check.targets import TARGETS
+from streamk_pgas import spec
+from streamk_pgas.overlap.config import InvalidConfig
+from streamk_pgas.overlap.listing import ListingHeap, every_mode, op_for
+from streamk_pgas.overlap.op import OverlapOp
+from streamk_pgas.stream_k.kernel_args import unwrapped
+from streamk_pgas.tools.compile_check.build import Build, specialise
+from streamk_pgas.tools.compile_check.cli import collect
+from streamk_pgas.tools.compile_check.kernels import OP_DATATYPE, OP_SHAPE, OP_WORLDS, not_built
+from streamk_pgas.tools.compile_check.spec import LaunchSpec
+from streamk_pgas.tools.compile_check.targets import TARGETS
 
 GEMM_BEARING = {"streamk_gemm_kernel", "overlap_kernel"}
 

@@ -10,9 +10,9 @@ import itertools
 import pytest
 import torch
 
-from overlap.algorithms.all_gather_gemm import a_chunks, a_segment_cols
-from overlap.bands import row_bands
-from overlap.communication.copy_engine import (
+from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks, a_segment_cols
+from streamk_pgas.overlap.bands import row_bands
+from streamk_pgas.overlap.communication.copy_engine import (
     Copy2D,
     CopySchedule,
     HostEngine,
@@ -22,7 +22,7 @@ from overlap.communication.copy_engine import (
     bands,
     rows_copy,
 )
-from overlap.copy_steps import Peers, gather_a_ops, reduce_rows_ops, reduce_rows_post, scatter_ops
+from streamk_pgas.overlap.copy_steps import Peers, gather_a_ops, reduce_rows_ops, reduce_rows_post, scatter_ops
 
 
 def test_bands_cover_every_row_once() -> None:

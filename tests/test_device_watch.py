@@ -12,8 +12,8 @@ import time
 
 from conftest import REPO_ROOT
 
-from harness.device_watch import DeviceWatch, stall_line
-from harness.timing import host_us_per_call, time_loop
+from streamk_pgas.harness.device_watch import DeviceWatch, stall_line
+from streamk_pgas.harness.timing import host_us_per_call, time_loop
 
 TIMEOUT_S = 0.3  # short, where only a wait that never ends could fail the test
 STOP_TIMEOUT_S = 1.0  # where the time to the end is measured: room for a busy machine within the 1.5x bound

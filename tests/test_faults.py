@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT, on_gpu, shm_env
 
-from harness.runlog import check_record
+from streamk_pgas.harness.runlog import check_record
 
 BENCH = str(REPO_ROOT / "benchmark.py")
 SMALL = ["--algorithm", "one_shot", "--mode", "fused", "-m", "32", "-n", "32", "-k", "32", "--BLK_M", "16",
@@ -33,7 +33,7 @@ def strict_json(text: str) -> object:
 def test_nan_inputs_are_named_and_the_log_is_strict_json(tmp_path: Path) -> None:
     """NaN and Inf in the inputs: validation says the inputs are not finite (it does not blame a kernel's tile);
     the run fails (exit 1, a FAIL line) and its log holds null where a value is NaN, listed under "nonfinite"."""
-    code = ("import sys, torch; import harness.fixture as f; draw = f.random_inputs\n"
+    code = ("import sys, torch; import streamk_pgas.harness.fixture as f; draw = f.random_inputs\n"
             "def poisoned(shape, *rest):\n"
             "    t = draw(shape, *rest); t.view(-1)[:3] = torch.tensor([float('nan'), float('inf'), float('nan')])\n"
             "    return t\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tools.gemm_model_check import candidate_rows, compare, main
+from streamk_pgas.tools.gemm_model_check import candidate_rows, compare, main
 
 
 def _sweep(path: Path, dp_ms: float, hybrid_ms: float) -> Path:

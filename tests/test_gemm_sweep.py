@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from conftest import REPO_ROOT
 
-from stream_k.plan import plan_streamk
-from tools.gemm_sweep import GemmCandidate, exit_code, parse_candidate, summary
+from streamk_pgas.stream_k.plan import plan_streamk
+from streamk_pgas.tools.gemm_sweep import GemmCandidate, exit_code, parse_candidate, summary
 
 
 def test_candidates_parse() -> None:

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # results/ is a folder of scripts, not an installed package
 
-from results.grid_table import (  # noqa: E402
+from streamk_pgas.results.grid_table import (  # noqa: E402
     FAMILIES,
     PEERS,
     build_table,
@@ -196,7 +196,7 @@ def test_cli_writes_csv_markdown_and_figure(sweep_dir: Path, tmp_path: Path, cap
 
 
 def test_figure_labels_do_not_overlap_on_the_model_grid() -> None:
-    from results.sweep import GRIDS
+    from streamk_pgas.results.sweep import GRIDS
 
     rows = []
     for i, ((m, n, k), dt) in enumerate(GRIDS["model"]):
@@ -249,8 +249,8 @@ def test_a_mode_the_planner_chose_is_marked_auto(tmp_path: Path) -> None:
 
 
 def test_families_match_the_sweep_and_every_peer_runs_in_a_grid() -> None:
-    from reference.config import COLLECTIVES
-    from results.sweep import FAMILY, REFERENCES_FOR_GRID
+    from streamk_pgas.reference.config import COLLECTIVES
+    from streamk_pgas.results.sweep import FAMILY, REFERENCES_FOR_GRID
 
     assert set(FAMILY.values()) == set(FAMILIES) == {"reduce", "gather", "ag_gemm", "gemm_rs"}
     assert FAMILY["all_gather_gemm"] == "ag_gemm" and FAMILY["gemm_reduce_scatter"] == "gemm_rs"

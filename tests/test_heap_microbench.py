@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import on_gpu, run_mpi, skip_unless_ranks
 
-from tools import microbench
+from streamk_pgas.tools import microbench
 
 
 def test_parse_size() -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env
 
-from iris_ops.entry import run_main
-from iris_ops.errors import ConfigError, HeapReserveError
+from streamk_pgas.iris_ops.entry import run_main
+from streamk_pgas.iris_ops.errors import ConfigError, HeapReserveError
 
 ENTRY = MPI_DIR / "entry_cases.py"
 PROG = "entry_cases"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from iris_ops import env
-from iris_ops.errors import ConfigError
+from streamk_pgas.iris_ops import env
+from streamk_pgas.iris_ops.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +95,7 @@ def test_other_variables(monkeypatch: pytest.MonkeyPatch, name: str, value: str,
 def test_a_programs_own_limit_takes_the_place_of_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     """set_host_timeout: every host wait's limit and the name its messages give, until unset; the launch waits at
     least MIN_TIMEOUT_S; a grace allowed once (a first compile) is added to the next wait only."""
-    from iris_ops.bootstrap import Bootstrap
+    from streamk_pgas.iris_ops.bootstrap import Bootstrap
 
     monkeypatch.setenv(env.TIMEOUT_ENV, "60")
     try:

@@ -17,9 +17,9 @@ import triton
 import triton.language as tl
 from conftest import MPI_DIR, REPO_ROOT, leftovers, run_mpi, shm_env
 
-import iris_ops
-from iris_ops.device import ERR_TILE_READY, ERROR_WORDS, record_error_all, wait_local_or_error
-from iris_ops.error_state import CollectiveError, ErrorState, describe
+from streamk_pgas import iris_ops
+from streamk_pgas.iris_ops.device import ERR_TILE_READY, ERROR_WORDS, record_error_all, wait_local_or_error
+from streamk_pgas.iris_ops.error_state import CollectiveError, ErrorState, describe
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_device_functions_compile_for_gpus(tmp_path: Path) -> None:
         import triton, triton.language as tl
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource
-        import iris_ops.device as d
+        from streamk_pgas.iris_ops import device as d
 
         @triton.jit
         def k(ERRORS, FLAG, OUT, cur_rank, peer, heap_bases, world_size, max_spins):

@@ -15,8 +15,8 @@ import pytest
 import torch
 from conftest import MPI_DIR, on_gpu, run_mpi, skip_unless_ranks
 
-import iris_ops
-from iris_ops.backends import choose_backend
+from streamk_pgas import iris_ops
+from streamk_pgas.iris_ops.backends import choose_backend
 
 
 @pytest.fixture(scope="module")

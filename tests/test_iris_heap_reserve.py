@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import MPI_DIR, REPO_ROOT, on_gpu, run_mpi
 
-from iris_ops.backends import shm
-from iris_ops.errors import HeapReserveError
+from streamk_pgas.iris_ops.backends import shm
+from streamk_pgas.iris_ops.errors import HeapReserveError
 
 MIB = 1 << 20
 HEAP = 40 * MIB  # two of them do not fit in the 64 MiB tmpfs

@@ -26,9 +26,9 @@ import pytest
 import torch
 from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
 
-import iris_ops as iris
-import iris_ops.heap
-from iris_ops.backends import BACKENDS, choose_backend, torch_symm
+import iris_ops as iris  # the drop-in's name, as an Iris program imports it
+from streamk_pgas.iris_ops import heap
+from streamk_pgas.iris_ops.backends import BACKENDS, choose_backend, torch_symm
 
 # Every public host name an Iris program of mid-2025 reaches through `import iris`.
 IRIS_MODULE_NAMES = ("iris", "Iris", "do_bench", "memset_tensor", "logger", "set_logger_level",
@@ -254,10 +254,10 @@ TIMED_MS = [4.0, 1.0, 3.0, 2.0, 5.0]
 
 
 def _bench(monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[Any, FakeClock]:
-    if iris_ops.heap._timing_on_gpu():
+    if heap._timing_on_gpu():
         pytest.skip("the fake clock drives the CPU path; on a GPU do_bench times with CUDA events")
     clock = FakeClock([9.0] * 4 + [ms / 1e3 for ms in TIMED_MS])  # 1 untimed call + 3 warm-ups, then 5 timed
-    monkeypatch.setattr(iris_ops.heap, "_host_clock", clock)
+    monkeypatch.setattr(heap, "_host_clock", clock)
     result = iris.do_bench(clock.fn, clock.barrier, clock.preamble, n_warmup=3, n_repeat=5, **kw)
     return result, clock
 
@@ -286,10 +286,10 @@ def test_do_bench_statistics(monkeypatch: pytest.MonkeyPatch, kw: dict[str, Any]
 
 
 def test_do_bench_median_of_an_even_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    if iris_ops.heap._timing_on_gpu():
+    if heap._timing_on_gpu():
         pytest.skip("CPU path only")
     clock = FakeClock([0.0, 0.004, 0.001, 0.003, 0.002])
-    monkeypatch.setattr(iris_ops.heap, "_host_clock", clock)
+    monkeypatch.setattr(heap, "_host_clock", clock)
     assert iris.do_bench(clock.fn, n_warmup=0, n_repeat=4, return_mode="median") == pytest.approx(2.5)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import MPI_DIR, REPO_ROOT, MpiResult, leftovers, on_gpu, run_mpi, run_mpi_many, shm_env, skip_unless_ranks
 
-from iris_ops.backends import shm
+from streamk_pgas.iris_ops.backends import shm
 
 TIMEOUT_S = 5  # IRIS_OPS_TIMEOUT_S for these jobs
 BOUND_S = 30  # a failing job must be over within this
@@ -47,8 +47,9 @@ def test_plain_python_is_a_world_of_one(tmp_path: Path) -> None:
            if not k.startswith(("OMPI_", "PMI", "PMIX_", "SLURM_")) and k not in ("RANK", "WORLD_SIZE")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     code = (
-        "import iris_ops, torch\n"
-        "from iris_ops.bootstrap import get_bootstrap, launched_by\n"
+        "import torch\n"
+        "from streamk_pgas import iris_ops\n"
+        "from streamk_pgas.iris_ops.bootstrap import get_bootstrap, launched_by\n"
         "sh = iris_ops.iris(1 << 20)\n"
         "b = get_bootstrap()\n"
         "path = getattr(sh._backend, 'path', None)\n"

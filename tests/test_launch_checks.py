@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import sysinfo
-from overlap.kernels import comm_kernel
-from stream_k.launch import check_arguments as _check_arguments
+from streamk_pgas.harness import sysinfo
+from streamk_pgas.overlap.kernels import comm_kernel
+from streamk_pgas.stream_k.launch import check_arguments as _check_arguments
 
 
 def test_launch_arguments_must_match_the_kernel() -> None:

@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from conftest import on_gpu
 
-from stream_k.launch import BoundLaunch
+from streamk_pgas.stream_k.launch import BoundLaunch
 
 pytestmark = pytest.mark.skipif(not on_gpu(), reason="the bound launcher is a GPU path (the interpreter launches "
                                 "through Triton every time)")

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import torch
 import triton.language as tl
 
-from stream_k.launch import flatten_args
+from streamk_pgas.stream_k.launch import flatten_args
 
 
 class Group(NamedTuple):

@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
 
-import iris_ops
-import spec
-from overlap import OverlapConfig, OverlapOp, heap_bytes
-from stream_k import KernelConfig
+from streamk_pgas import iris_ops, spec
+from streamk_pgas.overlap import OverlapConfig, OverlapOp, heap_bytes
+from streamk_pgas.stream_k import KernelConfig
 
 MODES = tuple(spec.MODES)
 
@@ -73,7 +72,7 @@ def test_all_gather_gemm_in_chunks_of_columns(k: int, chunks: int, segments: int
     """A's rows arrive in chunks of columns (overlap.algorithms.all_gather_gemm.a_chunk_cols), each with its own
     ready words; a Stream-K piece reads its K range in wait segments (a_segment_cols), waiting for each segment's
     chunks just before reading them (K = 9000: three segments, the copy engine's copies segment by segment)."""
-    from overlap.algorithms.all_gather_gemm import a_chunks, a_segment_cols
+    from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks, a_segment_cols
 
     assert a_chunks(k) == chunks and -(-k // a_segment_cols(k)) == segments
     modes = ("fused", "two_streams", "copy_engine")

@@ -16,11 +16,10 @@ import pytest
 import torch
 from conftest import MPI_DIR, REPO_ROOT, on_gpu, run_mpi, skip_unless_ranks
 
-import iris_ops
-import spec
-from overlap import InvalidConfig, OverlapConfig, OverlapOp, heap_bytes, resolve_config
-from overlap.target import device_target
-from stream_k import KernelConfig
+from streamk_pgas import iris_ops, spec
+from streamk_pgas.overlap import InvalidConfig, OverlapConfig, OverlapOp, heap_bytes, resolve_config
+from streamk_pgas.overlap.target import device_target
+from streamk_pgas.stream_k import KernelConfig
 
 B2B = str(MPI_DIR / "op_back_to_back.py")
 API = str(MPI_DIR / "op_api.py")
@@ -137,9 +136,9 @@ def test_readme_example_runs_on_two_ranks() -> None:
 # ---- in this process --------------------------------------------------------------------------------
 
 def test_padded_layout_rules() -> None:
-    from overlap.algorithms import ALGORITHMS as RECORDS
-    from overlap.buffers import c_layout
-    from stream_k.layout import padded_cols
+    from streamk_pgas.overlap.algorithms import ALGORITHMS as RECORDS
+    from streamk_pgas.overlap.buffers import c_layout
+    from streamk_pgas.stream_k.layout import padded_cols
 
     assert [padded_cols(x) for x in (16, 4096, 28, 1250, 1500, 64, 65)] == [16, 4096, 64, 1280, 1536, 64, 128]
     assert c_layout(RECORDS["all_scatter"], 1000, 3000, 2) == (1000, 2 * 1536, 1536)  # N/2 = 1500: wide C
@@ -187,7 +186,7 @@ def test_config_resolve_rejects_unknown_algorithm_and_mode() -> None:
 def test_create_refuses_a_bad_argument_with_a_value_error_naming_it(options: dict, field: str) -> None:
     """OverlapOp.create's arguments are checked before anything is planned or allocated (no TypeError or torch
     error from deep inside)."""
-    from overlap.listing import ListingHeap
+    from streamk_pgas.overlap.listing import ListingHeap
 
     args = {"algorithm": "all_reduce", "m": 32, "n": 32, "k": 32, "datatype": "fp32", **options}
     with pytest.raises(ValueError, match=rf"^{field}|^{field.upper()}") as bad:
@@ -233,7 +232,7 @@ def test_world_one_step_is_the_gemm_alone_reading_user_tensors_in_place(alg: str
 def test_op_planned_for_another_target_lists_its_launches_and_refuses_to_run() -> None:
     """An op built for an MI300X (spec.KNOWN_TARGETS) on the CPU, on a stand-in heap of 2 ranks: planned for 304
     CUs, every launch of each mode listed (kernel, grid, arguments, options), none run; calling it raises."""
-    from overlap.listing import ListingHeap, op_for
+    from streamk_pgas.overlap.listing import ListingHeap, op_for
 
     mi300x = spec.known_target("mi300x")
     for mode in ("bulk_sync", "two_streams", "fused", "fused_sequential"):

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-import spec
-from harness.config import BenchConfig, ConfigError, parse_config, tuning_configs
-from overlap.algorithms.record import reduce_elements_in_flight
-from overlap.config import PLANNED_FIELDS, OverlapConfig
-from overlap.planner import Problem, TuningCache, plan, rank_candidates, tune_candidates
-from overlap.resolution import resolve_config
-from stream_k.configs import KernelConfig
-from stream_k.select import choose_gemm
+from streamk_pgas import spec
+from streamk_pgas.harness.config import BenchConfig, ConfigError, parse_config, tuning_configs
+from streamk_pgas.overlap.algorithms.record import reduce_elements_in_flight
+from streamk_pgas.overlap.config import PLANNED_FIELDS, OverlapConfig
+from streamk_pgas.overlap.planner import Problem, TuningCache, plan, rank_candidates, tune_candidates
+from streamk_pgas.overlap.resolution import resolve_config
+from streamk_pgas.stream_k.configs import KernelConfig
+from streamk_pgas.stream_k.select import choose_gemm
 
 H200 = H200_TARGET = spec.known_target("h200")
 CPU = spec.INTERPRETER
@@ -123,7 +123,7 @@ def test_cpu_defaults_split_at_any_world_size(world: int) -> None:
 def test_a_cpu_run_that_takes_hours_is_said_before_it_starts() -> None:
     """harness.cpu_estimate: ~1 ms a GEMM block in the interpreter makes 16384^3 a day and more a step; the defaults
     say nothing."""
-    from harness.cpu_estimate import interpreter_note
+    from streamk_pgas.harness.cpu_estimate import interpreter_note
 
     assert interpreter_note(parse_config(["--validate", "--benchmark"], CPU, 2), 2) is None
     note = interpreter_note(parse_config(["-m", "16384", "-n", "16384", "-k", "16384", "--validate"], CPU, 2), 2)
@@ -235,7 +235,7 @@ def test_every_launch_of_a_step_cuts_the_same_tickets(shape: tuple[int, int, int
     the communication kernel): all of them must cut a tile into the same pieces per ticket (Move.span), or pieces
     go unmoved. On an H100 at 4 ranks, where the span is one piece at 512 x 8192 x 8192 and the whole tile at
     8192^3."""
-    from overlap.listing import every_mode, op_launches
+    from streamk_pgas.overlap.listing import every_mode, op_launches
 
     h100 = spec.KNOWN_TARGETS["h100"]
     spans = {}
@@ -259,8 +259,8 @@ def test_asked_for_the_family_the_planner_chooses_its_algorithm() -> None:
     """algorithm="reduce" (the whole C on every rank): the planner resolves each of the family's algorithms and
     keeps the shortest predicted step, and says so; at 4 ranks all_reduce moves 2(W-1)/W |C| against one_shot's
     (W-1)|C|. A mode built for none of the family's algorithms, or a family of one algorithm, is refused."""
-    from overlap.config import InvalidConfig
-    from overlap.resolution import heap_bytes
+    from streamk_pgas.overlap.config import InvalidConfig
+    from streamk_pgas.overlap.resolution import heap_bytes
 
     h100 = spec.KNOWN_TARGETS["h100"]
     cfg = resolve_config(OverlapConfig("reduce", 8192, 8192, 8192, "bf16"), h100, 4)
@@ -281,7 +281,7 @@ def test_a_mode_asked_for_far_behind_the_best_gets_a_note() -> None:
     """A mode the model predicts more than SLOW_MODE times the best mode's step gets plan_info["slow_mode"], saying
     by how much, which mode is best and why this one is slow (OverlapOp warns with it on rank 0); the planner's pick and
     a mode near it get none."""
-    from overlap.resolution import SLOW_MODE
+    from streamk_pgas.overlap.resolution import SLOW_MODE
 
     problem = ("gemm_reduce_scatter", 8192, 8192, 8192, "bf16")
     slow = resolve_config(OverlapConfig(*problem, "bulk_sync"), H200, 4)

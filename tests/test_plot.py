@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.trace import build_timeline, write_timeline_json
+from streamk_pgas.harness.trace import build_timeline, write_timeline_json
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # results/ is a folder of scripts, not an installed package
@@ -69,7 +69,7 @@ def test_plot_cli_writes_figures_and_table(logdir: Path, tmp_path: Path) -> None
 
 
 def test_speedups_match_the_vendor_reference(logdir: Path) -> None:
-    from results.plot import load_table
+    from streamk_pgas.results.plot import load_table
 
     df = load_table([logdir])
     assert not df["algorithm"].isin(["reduce_scatter"]).any()  # skipped symm-mem records are dropped
@@ -87,7 +87,7 @@ def test_speedups_match_the_vendor_reference(logdir: Path) -> None:
 
 def test_runs_that_differ_in_options_get_their_own_bars(logdir: Path, tmp_path: Path) -> None:
     """An A/B pair (here --sk_first) of one algorithm and mode must not collapse into one bar."""
-    from results.plot import _bar_entries, load_table
+    from streamk_pgas.results.plot import _bar_entries, load_table
 
     rec = json.loads((logdir / "one_shot_fused_g2.json").read_text())
     rec["flags"] = {**rec["flags"], "sk_first": True, "start_sync": "host", "sk_rounds": 2}
@@ -118,7 +118,7 @@ def test_interpreter_runs_are_marked_and_their_throughput_is_not_drawn(logdir: P
     the title says the times do not compare, ours get no throughput, the references' is in a unit that reads."""
     import matplotlib.pyplot as plt
 
-    from results.plot import INTERPRETER_HATCH, bar_figures, load_table, text_overlaps
+    from streamk_pgas.results.plot import INTERPRETER_HATCH, bar_figures, load_table, text_overlaps
 
     ((_, fig),) = list(bar_figures(load_table([logdir])))
     try:
@@ -140,7 +140,7 @@ def test_interpreter_runs_are_marked_and_their_throughput_is_not_drawn(logdir: P
 def test_checked_in_bar_charts_are_narrow_and_their_text_does_not_overlap() -> None:
     """Every bars_*.png under results/figures is at most 2000 px wide and is one results.redraw_bars draws from its
     logs; drawn again, none has overlapping text."""
-    from results.redraw_bars import FIGURES, MAX_WIDTH_PX, problems
+    from streamk_pgas.results.redraw_bars import FIGURES, MAX_WIDTH_PX, problems
 
     figures = ROOT / "results" / "figures"
     charts = sorted(figures.rglob("bars_*.png"))
@@ -155,7 +155,7 @@ def test_checked_in_bar_charts_are_narrow_and_their_text_does_not_overlap() -> N
 def test_text_overlaps_finds_texts_drawn_over_each_other() -> None:
     import matplotlib.pyplot as plt
 
-    from results.plot import text_overlaps
+    from streamk_pgas.results.plot import text_overlaps
 
     fig, ax = plt.subplots()
     ax.text(0.5, 0.5, "all_reduce fused")
@@ -172,8 +172,8 @@ def test_a_log_axis_keeps_every_row_apart(tmp_path: Path) -> None:
     no text over another."""
     import matplotlib.pyplot as plt
 
-    from harness.runlog import SCHEMA
-    from results.plot import bar_figures, load_table, text_overlaps
+    from streamk_pgas.harness.runlog import SCHEMA
+    from streamk_pgas.results.plot import bar_figures, load_table, text_overlaps
 
     def record(producer: str, algorithm: str, mode: str | None, e2e: float, tflops: float) -> dict:
         return {"schema": SCHEMA, "producer": producer, "algorithm": algorithm, "mode": mode, "world_size": 2,

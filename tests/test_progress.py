@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.progress import LastLine, Progress
-from harness.timing import host_us_per_call, time_iterations, time_loop
+from streamk_pgas.harness.progress import LastLine, Progress
+from streamk_pgas.harness.timing import host_us_per_call, time_iterations, time_loop
 
 
 def test_lines_name_the_phase_and_count(capsys: pytest.CaptureFixture[str]) -> None:
@@ -48,7 +48,7 @@ def test_phases_sharing_a_last_line_count_from_the_last_line_of_any(capsys: pyte
     """Short phases in a row: the next phase reports as soon as ~every_s has passed since the previous phase's last
     line, not every_s after its own start (so no gap of twice every_s between two phases)."""
     now = [100.0]
-    monkeypatch.setattr("harness.progress.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("streamk_pgas.harness.progress.time.monotonic", lambda: now[0])
     shared = LastLine()
     first = Progress("first", 10, every_s=10.0, last_line=shared)
     now[0] += 8.0

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.runlog import check_record, read_records
-from reference.config import COLLECTIVES, ConfigError, output_paths, parse_config
-from reference.inputs import compare
+from streamk_pgas.harness.runlog import check_record, read_records
+from streamk_pgas.reference.config import COLLECTIVES, ConfigError, output_paths, parse_config
+from streamk_pgas.reference.inputs import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 MPIRUN = shutil.which("mpirun")

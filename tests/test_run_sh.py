@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reference.config import COLLECTIVES
+from streamk_pgas.reference.config import COLLECTIVES
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_SH = ROOT / "run.sh"

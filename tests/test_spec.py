@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-import spec
-from stream_k.dtypes import TORCH_DTYPES as GEMM_DTYPES
-from stream_k.plan import SCHEDULE_CHOICES as GEMM_SCHEDULES
+from streamk_pgas import spec
+from streamk_pgas.stream_k.dtypes import TORCH_DTYPES as GEMM_DTYPES
+from streamk_pgas.stream_k.plan import SCHEDULE_CHOICES as GEMM_SCHEDULES
 
 
 def part(t: torch.Tensor, where: spec.sharding.Slice) -> torch.Tensor:

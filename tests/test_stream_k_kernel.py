@@ -11,15 +11,15 @@ import torch
 import triton
 import triton.language as tl
 
-from iris_ops.device import wait_local
-from iris_ops.env import interpreted
+from streamk_pgas.iris_ops.device import wait_local
+from streamk_pgas.iris_ops.env import interpreted
 
 # Submodules, not the package: an editable install made before stream_k/__init__.py existed maps
 # stream_k to a namespace package, whose top level is empty.
-from stream_k.configs import KernelConfig
-from stream_k.gemm import StreamKGemm, matmul
-from stream_k.kernel import streamk_gemm_kernel, streamk_program
-from stream_k.tiles import width_parts
+from streamk_pgas.stream_k.configs import KernelConfig
+from streamk_pgas.stream_k.gemm import StreamKGemm, matmul
+from streamk_pgas.stream_k.kernel import streamk_gemm_kernel, streamk_program
+from streamk_pgas.stream_k.tiles import width_parts
 
 INTERPRET = interpreted()
 HAS_GPU = torch.cuda.is_available() and not INTERPRET
@@ -469,8 +469,8 @@ def test_rows_of_eight_elements_read_in_place_on_sm90():
     (16 bytes) but not of 16 are read and written in place, with no staging copy; rows of 12 elements (24 bytes)
     are copied once per call into the GEMM's staging buffer, with the same result. (The interpreter's small tile
     stands in for the sm_90 one; the path is the same.)"""
-    from stream_k.kernel import store_tma_and_signal
-    from stream_k.select import choose_gemm
+    from streamk_pgas.stream_k.kernel import store_tma_and_signal
+    from streamk_pgas.stream_k.select import choose_gemm
 
     name, M, N, K = "fp16", 40, 56, 24
     assert choose_gemm(M, N, K, name, 4, "sm90").config.tma

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from stream_k.plan import StreamKPlan, plan_streamk, tile_coords
+from streamk_pgas.stream_k.plan import StreamKPlan, plan_streamk, tile_coords
 
 SHAPES = [
     # M, N, K, BLK_M, BLK_N, BLK_K
@@ -293,7 +293,7 @@ def test_split_k_that_does_not_fit_is_refused(M, programs, split_k):
 
 
 def test_tiles_of_two_column_blocks_are_data_parallel():
-    from stream_k.tiles import width_parts
+    from streamk_pgas.stream_k.tiles import width_parts
 
     assert [width_parts(w) for w in (16, 48, 80, 96, 160, 192, 256, 320, 384)] == [
         (16, 0), (32, 16), (64, 16), (64, 32), (128, 32), (128, 64), (256, 0), (256, 64), (256, 128)]

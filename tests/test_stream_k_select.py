@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iris_ops.env import interpreted
-from stream_k.gemm import StreamKGemm
-from stream_k.plan import StreamKPlan, plan_streamk
-from stream_k.roofline import gemm_bytes
-from stream_k.select import (
+from streamk_pgas.iris_ops.env import interpreted
+from streamk_pgas.stream_k.gemm import StreamKGemm
+from streamk_pgas.stream_k.plan import StreamKPlan, plan_streamk
+from streamk_pgas.stream_k.roofline import gemm_bytes
+from streamk_pgas.stream_k.select import (
     GEMM_TB_S,
     LAUNCH_US,
     STREAM_SMS_SHARE,
@@ -40,7 +40,7 @@ def test_sm90_tile_follows_m(M, N, tile):
 
 
 def test_other_targets_keep_their_defaults():
-    from stream_k.configs import default_config
+    from streamk_pgas.stream_k.configs import default_config
 
     for arch in ("sm80", "interpreter", "gfx942"):
         assert shape_tile(64, 5120, "bf16", arch, 132) == default_config("bf16", arch)
@@ -77,7 +77,7 @@ def test_memory_bound_stream_and_fixup():
 
 
 def test_fixed_choices_win():
-    from stream_k.configs import KernelConfig
+    from streamk_pgas.stream_k.configs import KernelConfig
 
     cfg = KernelConfig(128, 128, 64, 4, 8, tma=True)
     c = choose_gemm(64, 5120, 8192, "bf16", 132, "sm90", fixed={"config": cfg, "schedule": "sk"})
@@ -108,7 +108,7 @@ def test_wave_tiles_and_split_k_for_the_standalone_gemm_only():
     """On sm_90 bf16 the model takes a 320-wide tile where 128 of them fill one wave (1024x5120), split-K where the
     tiles leave most SMs idle (128x1280); the op's GEMM (op_tiles) keeps power-of-two tiles and no split-K; fp32 and
     AMD keep the bucket's tile and dp / hybrid unless the caller fixes the schedule."""
-    from stream_k.tiles import width_parts
+    from streamk_pgas.stream_k.tiles import width_parts
 
     wide = choose_gemm(1024, 5120, 8192, "bf16", 132, "sm90")
     assert (wide.config.BLK_M, wide.config.BLK_N, wide.plan.schedule, wide.plan.num_tiles) == (128, 320, "dp", 128)

@@ -14,8 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # results/ is a folder of scripts, not an installed package
 
-from reference.config import COLLECTIVES  # noqa: E402
-from results.sweep import (  # noqa: E402
+from streamk_pgas.reference.config import COLLECTIVES  # noqa: E402
+from streamk_pgas.results.sweep import (  # noqa: E402
     ALGORITHMS,
     BENCH_SPLIT,
     GRIDS,
@@ -323,7 +323,7 @@ def test_a_reference_whose_variants_already_run_in_the_cell_is_left_out(tmp_path
 def test_split_dims_algorithms_and_modes_come_from_the_spec(tmp_path: Path) -> None:
     """The sweep reads the algorithms, their splits and the modes from spec (torch-free), as benchmark.py's
     checks do; --modes takes every mode of spec.MODES."""
-    import spec
+    from streamk_pgas import spec
 
     assert set(ALGORITHMS) == set(spec.ALGORITHMS) == set(BENCH_SPLIT)
     assert BENCH_SPLIT["all_gather_gemm"] == ("m", "n") and BENCH_SPLIT["gemm_reduce_scatter"] == ("m", "k")
@@ -331,7 +331,8 @@ def test_split_dims_algorithms_and_modes_come_from_the_spec(tmp_path: Path) -> N
     rc = main(["--modes", "copy_engine", "--algorithms", "none", "--references", "none", "--logdir", str(tmp_path),
                "--dry_run", "--no_plot"])
     assert rc == 0
-    code = "import sys, results.sweep; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))"
+    code = ("import sys, streamk_pgas.results.sweep; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]", out  # the sweep's flag checks and --dry_run load neither torch nor Triton
 
@@ -353,7 +354,7 @@ def test_copy_engine_runs_only_where_it_is_built(tmp_path: Path) -> None:
 def test_grid_references_cover_every_familys_peers() -> None:
     """REFERENCES_FOR_GRID (the reference launches of a grid cell) runs every equal-output peer of every family of
     our algorithms (spec.baselines), and nothing else."""
-    import spec
+    from streamk_pgas import spec
 
     variants = {v for coll in REFERENCES_FOR_GRID for v in COLLECTIVES[coll]}
     peers = {p for alg in spec.ALGORITHMS.values() for p in spec.peers(alg.family.name)}

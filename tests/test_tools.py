@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT, on_gpu, run_mpi, shm_env
 
-import spec
+from streamk_pgas import spec
 
 COMBOS = sum(len(a.modes) for a in spec.ALGORITHMS.values())
 
@@ -42,7 +42,7 @@ def test_op_overhead_on_the_cpu(tmp_path: Path) -> None:
 
 
 def test_op_overhead_refuses_a_bad_flag() -> None:
-    from tools.op_overhead import main
+    from streamk_pgas.tools.op_overhead import main
 
     assert main(["--modes", "overlapped"]) == 2
     assert main(["--shapes", "64x64"]) == 2

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.trace import (
+from streamk_pgas.harness.trace import (
     TIMELINE_SCHEMA,
     build_timeline,
     chrome_trace,

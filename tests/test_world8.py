@@ -10,10 +10,10 @@ import re
 import pytest
 from conftest import REPO_ROOT, on_gpu, run_mpi
 
-import spec
-from overlap.algorithms.record import reduce_elements_in_flight
-from overlap.planner import Problem, plan
-from overlap.rates import COMM_RESERVES
+from streamk_pgas import spec
+from streamk_pgas.overlap.algorithms.record import reduce_elements_in_flight
+from streamk_pgas.overlap.planner import Problem, plan
+from streamk_pgas.overlap.rates import COMM_RESERVES
 
 SHAPES = ((128, 8192, 8192), (512, 8192, 28672), (1024, 8192, 8192), (2048, 8192, 8192), (4096, 8192, 28672),
           (4864, 4096, 8256), (8192, 8192, 8192), (16384, 8192, 8192))

@@ -41,8 +41,8 @@ from typing import Any
 
 import torch
 
-import spec
-from harness.checks import TOLERANCE, ConfigError, OneLineParser
+from streamk_pgas import spec
+from streamk_pgas.harness.checks import TOLERANCE, ConfigError, OneLineParser
 
 ALGORITHMS = ("all_reduce", "one_shot")  # the reduce family: C on every rank, from every rank's partial
 REFERENCES = ("nccl", "symm_mem_one_shot", "symm_mem_two_shot")
@@ -94,10 +94,10 @@ def rank_order_sum(world: int, shape: tuple[int, int], dtype: torch.dtype, devic
 
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
-        import iris_ops
-        from iris_ops.device_barrier import DeviceBarrier
-        from overlap import OverlapOp
-        from reference.world import init_world
+        from streamk_pgas import iris_ops
+        from streamk_pgas.iris_ops.device_barrier import DeviceBarrier
+        from streamk_pgas.overlap import OverlapOp
+        from streamk_pgas.reference.world import init_world
 
         self.args = args
         self.dtype = spec.datatype(args.datatype)
@@ -116,7 +116,7 @@ class Bench:
 
     # ---- timing and checks ------------------------------------------------------------------------------
     def time(self, call: Any) -> dict[str, float]:
-        from harness.timing import time_loop
+        from streamk_pgas.harness.timing import time_loop
 
         per_call = time_loop(call, iters=self.args.iters, warmup=self.args.warmup, barrier=self.shmem.barrier,
                              use_events=self.gpu, allgather=self.shmem.allgather,
@@ -156,7 +156,7 @@ class Bench:
             self.shmem.barrier()
 
     def _ours_on(self, alg: str, nbytes: int, programs: int) -> None:
-        from overlap import OverlapOp
+        from streamk_pgas.overlap import OverlapOp
 
         m, n = c_shape(nbytes, self.dtype.output_bytes)
         op = OverlapOp.create(self.shmem, alg, m, n, 64 * self.world, self.args.datatype, "fused",
@@ -258,7 +258,7 @@ class Bench:
                 w.writeheader()
                 w.writerows(self.rows)
         if a.json:
-            from harness.sysinfo import device_info, git_info, software_versions
+            from streamk_pgas.harness.sysinfo import device_info, git_info, software_versions
 
             Path(a.json).parent.mkdir(parents=True, exist_ok=True)
             Path(a.json).write_text(json.dumps({
@@ -297,7 +297,7 @@ class Bench:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from iris_ops.env import interpreted, use_interpreter_without_gpu
+    from streamk_pgas.iris_ops.env import interpreted, use_interpreter_without_gpu
 
     use_interpreter_without_gpu()
     on_cpu = interpreted()

@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--output_file", type=Path, default=None)
     args = p.parse_args(argv)
-    import iris_ops
-    from overlap.communication.copy_engine import Copy2D, CopySchedule, CudaEngine, WaitGeq
+    from streamk_pgas import iris_ops
+    from streamk_pgas.overlap.communication.copy_engine import Copy2D, CopySchedule, CudaEngine, WaitGeq
 
     nbytes = int(args.mb * 1e6) // 16384 * 16384
     shmem = iris_ops.iris(4 * nbytes + (64 << 20))

@@ -16,13 +16,13 @@ from typing import Any
 
 import torch
 
-from harness.checks import ConfigError, OneLineParser
-from harness.dtypes import random_inputs
-from spec import DATATYPES
-from stream_k.configs import current_arch
-from stream_k.gemm import default_num_programs
-from stream_k.select import choose_gemm
-from tools.gemm_sweep import load_suite, parse_shapes
+from streamk_pgas.harness.checks import ConfigError, OneLineParser
+from streamk_pgas.harness.dtypes import random_inputs
+from streamk_pgas.spec import DATATYPES
+from streamk_pgas.stream_k.configs import current_arch
+from streamk_pgas.stream_k.gemm import default_num_programs
+from streamk_pgas.stream_k.select import choose_gemm
+from streamk_pgas.tools.gemm_sweep import load_suite, parse_shapes
 
 CALLS = 5
 

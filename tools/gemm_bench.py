@@ -23,16 +23,16 @@ from typing import Any
 
 import torch
 
-import spec
-from harness import runlog
-from harness.dtypes import random_inputs
-from harness.timing import sample_ms
-from iris_ops.env import interpreted
-from spec import DATATYPES
-from stream_k.configs import default_config
-from stream_k.gemm import StreamKGemm, default_device, default_num_programs
-from stream_k.layout import padded_copy
-from stream_k.plan import AUTO_SCHEDULE, SCHEDULE_CHOICES
+from streamk_pgas import spec
+from streamk_pgas.harness import runlog
+from streamk_pgas.harness.dtypes import random_inputs
+from streamk_pgas.harness.timing import sample_ms
+from streamk_pgas.iris_ops.env import interpreted
+from streamk_pgas.spec import DATATYPES
+from streamk_pgas.stream_k.configs import default_config
+from streamk_pgas.stream_k.gemm import StreamKGemm, default_device, default_num_programs
+from streamk_pgas.stream_k.layout import padded_copy
+from streamk_pgas.stream_k.plan import AUTO_SCHEDULE, SCHEDULE_CHOICES
 
 INTERPRET = interpreted()
 GPU_SHAPES = "8192x8192x8192,4864x4096x8256"
@@ -103,7 +103,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         _fail("--num_warps", f"must be one of 1, 2, 4, 8, 16; got {args.num_warps}")
     if args.gsize_m is not None and not 1 <= args.gsize_m <= 64:
         _fail("--gsize_m", f"must be in [1, 64]; got {args.gsize_m}")
-    from stream_k.plan import MAX_SK_ROUNDS
+    from streamk_pgas.stream_k.plan import MAX_SK_ROUNDS
 
     if not 1 <= args.sk_rounds <= MAX_SK_ROUNDS:
         _fail("--sk_rounds", f"must be in [1, {MAX_SK_ROUNDS}]; got {args.sk_rounds}")

@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.checks import ConfigError, OneLineParser
-from stream_k.configs import default_config
-from stream_k.plan import plan_streamk
-from stream_k.select import gemm_time_us, tile_efficiency, tiles_measured
-from tools.gemm_sweep import GemmCandidate, parse_candidate
+from streamk_pgas.harness.checks import ConfigError, OneLineParser
+from streamk_pgas.stream_k.configs import default_config
+from streamk_pgas.stream_k.plan import plan_streamk
+from streamk_pgas.stream_k.select import gemm_time_us, tile_efficiency, tiles_measured
+from streamk_pgas.tools.gemm_sweep import GemmCandidate, parse_candidate
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

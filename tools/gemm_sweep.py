@@ -40,17 +40,17 @@ from typing import Any
 
 import torch
 
-from harness import runlog, sysinfo
-from harness.checks import ConfigError, OneLineParser
-from harness.dtypes import random_inputs
-from harness.timing import sample_ms
-from spec import DATATYPES, parse_schedule_label, schedule_label, sm90_or_newer
-from stream_k.configs import current_arch
-from stream_k.gemm import StreamKGemm, default_device, default_num_programs
-from stream_k.layout import padded_copy
-from stream_k.plan import MAX_SK_ROUNDS
-from stream_k.roofline import device_peaks, gemm_bytes, roofline_us
-from stream_k.tiles import width_parts
+from streamk_pgas.harness import runlog, sysinfo
+from streamk_pgas.harness.checks import ConfigError, OneLineParser
+from streamk_pgas.harness.dtypes import random_inputs
+from streamk_pgas.harness.timing import sample_ms
+from streamk_pgas.spec import DATATYPES, parse_schedule_label, schedule_label, sm90_or_newer
+from streamk_pgas.stream_k.configs import current_arch
+from streamk_pgas.stream_k.gemm import StreamKGemm, default_device, default_num_programs
+from streamk_pgas.stream_k.layout import padded_copy
+from streamk_pgas.stream_k.plan import MAX_SK_ROUNDS
+from streamk_pgas.stream_k.roofline import device_peaks, gemm_bytes, roofline_us
+from streamk_pgas.stream_k.tiles import width_parts
 
 SCHEDULE_NAMES = ("auto", "hybrid", "hybrid1", "hybrid2", "dp", "sk", "splitk")
 DEFAULT = "default"
@@ -328,7 +328,7 @@ def _make_gemm(cand: GemmCandidate | str, shape: tuple[int, int, int], dtype: st
     m, n, k = shape
     if cand == DEFAULT:
         return StreamKGemm.create(m, n, k, dtype, programs, device=device)
-    from stream_k.configs import default_config
+    from streamk_pgas.stream_k.configs import default_config
 
     cfg = default_config(dtype).replace(BLK_M=cand.blk_m, BLK_N=cand.blk_n, BLK_K=cand.blk_k,
                                         num_stages=cand.stages, num_warps=cand.warps, tma=tma)

@@ -60,10 +60,10 @@ import torch
 import triton
 import triton.language as tl
 
-import iris_ops
-from harness import sysinfo
-from harness.runlog import summarize_ms
-from iris_ops.env import interpreted, on_gpu
+from streamk_pgas import iris_ops
+from streamk_pgas.harness import sysinfo
+from streamk_pgas.harness.runlog import summarize_ms
+from streamk_pgas.iris_ops.env import interpreted, on_gpu
 
 SCHEMA = "streamk-pgas/microbench/1"
 INTERPRET = interpreted()

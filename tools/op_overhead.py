@@ -29,9 +29,9 @@ from typing import Any
 
 import torch
 
-import spec
-from harness.checks import TOLERANCE, ConfigError, OneLineParser
-from stream_k.dtypes import torch_dtype
+from streamk_pgas import spec
+from streamk_pgas.harness.checks import TOLERANCE, ConfigError, OneLineParser
+from streamk_pgas.stream_k.dtypes import torch_dtype
 
 SHAPES = ((768, 5120, 13824), (3000, 5000, 7000), (2000, 3000, 3000), (256, 8192, 8192))
 RATIO_GOAL, HOST_GOAL_US = 1.03, 10.0
@@ -95,8 +95,8 @@ def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
 def measure(shmem: Any, alg: str, mode: str, shape: tuple[int, int, int], args: argparse.Namespace,
             clock: Clock) -> dict[str, Any]:
     """One algorithm x mode x shape: the op and its GEMM alone, timed, checked."""
-    from overlap import OverlapOp
-    from stream_k import StreamKGemm
+    from streamk_pgas.overlap import OverlapOp
+    from streamk_pgas.stream_k import StreamKGemm
 
     m, n, k = shape
     dt = args.datatype
@@ -200,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"op_overhead: error: {problem}", file=sys.stderr)
         return 2
-    import iris_ops
-    from overlap import OverlapOp
+    from streamk_pgas import iris_ops
+    from streamk_pgas.overlap import OverlapOp
 
     torch_dtype(args.datatype)
     combos = [(alg, mode, s) for s in args.shapes for alg in algorithms for mode in modes
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['gemm_choice']} on {r['gemm_programs']}{marks}{'' if r['ok'] else ' WRONG'}", flush=True)
     shmem.barrier()
     if args.output:
-        from harness.sysinfo import device_info, git_info, software_versions
+        from streamk_pgas.harness.sysinfo import device_info, git_info, software_versions
 
         path = Path(args.output)
         path.parent.mkdir(parents=True, exist_ok=True)

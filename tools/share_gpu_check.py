@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-import spec
-from harness.checks import TOLERANCE, ConfigError, OneLineParser
-from tools.op_overhead import check_lists
+from streamk_pgas import spec
+from streamk_pgas.harness.checks import TOLERANCE, ConfigError, OneLineParser
+from streamk_pgas.tools.op_overhead import check_lists
 
 
 def part(t: torch.Tensor, where: tuple[tuple[int, int], tuple[int, int]]) -> torch.Tensor:
@@ -43,14 +43,14 @@ def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
 
 def cpu_options(mode: str) -> dict[str, Any]:
     """The interpreter's small config (two programs; the GEMM on both where the mode keeps every SM)."""
-    from stream_k import KernelConfig
+    from streamk_pgas.stream_k import KernelConfig
 
     return {"total_sms": 2, "gemm_sms": 2 if spec.MODES[mode].gemm_on_every_sm else 1, "comm_tile_m": 16,
             "comm_tile_n": 16, "kernel": KernelConfig(BLK_M=16, BLK_N=16, BLK_K=16, num_stages=1, num_warps=4)}
 
 
 def run_combination(shmem: Any, alg: str, mode: str, args: argparse.Namespace) -> str:
-    from overlap import OverlapOp
+    from streamk_pgas.overlap import OverlapOp
 
     m, n, k = args.shape
     gpu = shmem.get_device().type == "cuda"
@@ -142,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"share_gpu_check: error: {problem}", file=sys.stderr)
         return 2
-    import iris_ops
-    from iris_ops.bootstrap import get_bootstrap
-    from overlap import OverlapOp
+    from streamk_pgas import iris_ops
+    from streamk_pgas.iris_ops.bootstrap import get_bootstrap
+    from streamk_pgas.overlap import OverlapOp
 
     combos = [(a, m) for a in algorithms for m in modes if spec.ALGORITHMS[a].has_mode(m)]
     world = get_bootstrap().world_size

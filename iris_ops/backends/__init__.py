@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import torch
 
-from iris_ops.env import BACKEND_ENV, BACKENDS, backend_from_env, gpu_backend
+from streamk_pgas.iris_ops.env import BACKEND_ENV, BACKENDS, backend_from_env, gpu_backend
 
 __all__ = ["BACKENDS", "HeapBackend", "choose_backend", "make_backend"]
 
@@ -54,22 +54,22 @@ def choose_backend(requested: str | None = None) -> str:
 def make_backend(name: str, rank: int, local_rank: int, job_id: str, bootstrap: Any = None) -> HeapBackend:
     """The backend called `name` for this rank (`bootstrap`, the world's host side, is needed by symm only)."""
     if name == "shm":
-        from iris_ops.backends.shm import ShmBackend
+        from streamk_pgas.iris_ops.backends.shm import ShmBackend
 
         return ShmBackend(rank, job_id)
     if name == "cuda":
-        from iris_ops.backends.cuda_ipc import CudaIpcBackend
+        from streamk_pgas.iris_ops.backends.cuda_ipc import CudaIpcBackend
 
         return CudaIpcBackend(local_rank)
     if name == "hip":
-        from iris_ops.backends.hip_ipc import HipIpcBackend
+        from streamk_pgas.iris_ops.backends.hip_ipc import HipIpcBackend
 
         return HipIpcBackend(local_rank)
     if name == "symm":
-        from iris_ops.backends.torch_symm import TorchSymmBackend
+        from streamk_pgas.iris_ops.backends.torch_symm import TorchSymmBackend
 
         if bootstrap is None:
-            from iris_ops.bootstrap import get_bootstrap
+            from streamk_pgas.iris_ops.bootstrap import get_bootstrap
 
             bootstrap = get_bootstrap()
         return TorchSymmBackend(local_rank, bootstrap)

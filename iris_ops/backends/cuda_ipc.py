@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from iris_ops.env import SHARE_GPU_ENV as SHARE_GPU_ENV  # benchmark.py names the variable in its error
-from iris_ops.env import share_gpu
+from streamk_pgas.iris_ops.env import SHARE_GPU_ENV as SHARE_GPU_ENV  # benchmark.py names the variable in its error
+from streamk_pgas.iris_ops.env import share_gpu
 
 
 def cuda_modules() -> tuple[Any, Any]:

@@ -32,9 +32,9 @@ from typing import Any
 
 import torch
 
-from iris_ops.bootstrap import register_cleanup, unregister_cleanup
-from iris_ops.env import shm_dir
-from iris_ops.errors import HeapReserveError
+from streamk_pgas.iris_ops.bootstrap import register_cleanup, unregister_cleanup
+from streamk_pgas.iris_ops.env import shm_dir
+from streamk_pgas.iris_ops.errors import HeapReserveError
 
 SHM_DIR = shm_dir()  # IRIS_OPS_SHM_DIR (checked by iris_ops.env.check)
 PREFIX = "iris_ops_heap"

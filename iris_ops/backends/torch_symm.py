@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
-from iris_ops.bootstrap import timeout_from_env
-from iris_ops.env import interpreted
+from streamk_pgas.iris_ops.bootstrap import timeout_from_env
+from streamk_pgas.iris_ops.env import interpreted
 
 NEEDS = "IRIS_OPS_BACKEND=symm needs a CUDA GPU with torch symmetric memory"
 
@@ -140,7 +140,7 @@ class TorchSymmBackend:
         problem = symm_problem()
         if problem:
             raise RuntimeError(problem)
-        from iris_ops.backends.cuda_ipc import shared_gpu_index
+        from streamk_pgas.iris_ops.backends.cuda_ipc import shared_gpu_index
 
         index = shared_gpu_index(local_rank)
         torch.cuda.set_device(index)

@@ -16,9 +16,9 @@ With one rank there is nothing to move: every algorithm's GEMM writes C itself (
 
 from __future__ import annotations
 
-import spec
-from overlap.algorithms import all_gather_gemm, all_reduce, all_scatter, gemm_reduce_scatter, one_shot
-from overlap.algorithms.record import AlgorithmRecord, Rates
+from streamk_pgas import spec
+from streamk_pgas.overlap.algorithms import all_gather_gemm, all_reduce, all_scatter, gemm_reduce_scatter, one_shot
+from streamk_pgas.overlap.algorithms.record import AlgorithmRecord, Rates
 
 ALGORITHMS: dict[str, AlgorithmRecord] = {m.RECORD.name: m.RECORD for m in (
     all_reduce, all_scatter, one_shot, all_gather_gemm, gemm_reduce_scatter)}

@@ -29,9 +29,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-import spec
-from iris_ops.device import notify, translate
-from overlap.algorithms.record import AlgorithmRecord, Rates
+from streamk_pgas import spec
+from streamk_pgas.iris_ops.device import notify, translate
+from streamk_pgas.overlap.algorithms.record import AlgorithmRecord, Rates
 
 A_CHUNK_COLS = 1024  # columns of one arrival chunk (a multiple of every BLK_K): 256 KiB of 128 bf16 rows
 MAX_A_CHUNKS = 32  # chunks of A's columns at most (the ready words a GEMM work item may wait on)

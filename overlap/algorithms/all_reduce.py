@@ -20,10 +20,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-import spec
-from iris_ops.device import translate
-from overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
-from overlap.communication.comm_loop import owner_of, rank_order_sum, subtile_offsets
+from streamk_pgas import spec
+from streamk_pgas.iris_ops.device import translate
+from streamk_pgas.overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
+from streamk_pgas.overlap.communication.comm_loop import owner_of, rank_order_sum, subtile_offsets
 
 
 @triton.jit

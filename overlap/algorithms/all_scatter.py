@@ -9,11 +9,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-import spec
-from iris_ops.device import translate
-from overlap.algorithms.record import AlgorithmRecord, Rates
-from overlap.communication.comm_loop import subtile_offsets
-from stream_k.kernel import store_and_signal
+from streamk_pgas import spec
+from streamk_pgas.iris_ops.device import translate
+from streamk_pgas.overlap.algorithms.record import AlgorithmRecord, Rates
+from streamk_pgas.overlap.communication.comm_loop import subtile_offsets
+from streamk_pgas.stream_k.kernel import store_and_signal
 
 
 @triton.jit

@@ -24,11 +24,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-import spec
-from iris_ops.device import translate
-from overlap.algorithms.all_reduce import signal_owner_epilogue
-from overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
-from overlap.communication.comm_loop import rank_order_sum, subtile_offsets
+from streamk_pgas import spec
+from streamk_pgas.iris_ops.device import translate
+from streamk_pgas.overlap.algorithms.all_reduce import signal_owner_epilogue
+from streamk_pgas.overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
+from streamk_pgas.overlap.communication.comm_loop import rank_order_sum, subtile_offsets
 
 
 @triton.jit

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import spec
+from streamk_pgas import spec
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.context import now, wait_or_record
-from iris_ops.device import ERR_TILE_READY, translate
-from stream_k.tiles import tile_coords
+from streamk_pgas.iris_ops.context import now, wait_or_record
+from streamk_pgas.iris_ops.device import ERR_TILE_READY, translate
+from streamk_pgas.stream_k.tiles import tile_coords
 
 _ERR_TILE: tl.constexpr = tl.constexpr(ERR_TILE_READY)
 

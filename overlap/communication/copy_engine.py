@@ -129,7 +129,7 @@ class CudaEngine:
     """NVIDIA: stream memory operations and asynchronous 2-D copies through cuda-python's driver API."""
 
     def __init__(self) -> None:
-        from iris_ops.backends.cuda_ipc import check, cuda_modules
+        from streamk_pgas.iris_ops.backends.cuda_ipc import check, cuda_modules
 
         self.cu, _ = cuda_modules()
         self._check = check

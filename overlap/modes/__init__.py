@@ -11,13 +11,13 @@ and with several. `MODE_STEPS` is the one dispatch table: nothing else branches 
 
 from __future__ import annotations
 
-import spec
-from overlap.modes.base import ModeSteps
-from overlap.modes.bulk_sync import BulkSync
-from overlap.modes.copy_engine import CopyEngine
-from overlap.modes.fused import Fused
-from overlap.modes.fused_sequential import FusedSequential
-from overlap.modes.two_streams import TwoStreams
+from streamk_pgas import spec
+from streamk_pgas.overlap.modes.base import ModeSteps
+from streamk_pgas.overlap.modes.bulk_sync import BulkSync
+from streamk_pgas.overlap.modes.copy_engine import CopyEngine
+from streamk_pgas.overlap.modes.fused import Fused
+from streamk_pgas.overlap.modes.fused_sequential import FusedSequential
+from streamk_pgas.overlap.modes.two_streams import TwoStreams
 
 MODE_STEPS: dict[str, ModeSteps] = {m.name: m for m in (BulkSync(), TwoStreams(), Fused(), FusedSequential(),
                                                         CopyEngine())}

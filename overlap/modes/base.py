@@ -7,12 +7,12 @@ from typing import Any
 
 import torch
 
-import spec
-from overlap.candidates import Candidate, Problem
-from overlap.config import InvalidConfig, OverlapConfig
-from overlap.parts import Parts
-from overlap.rates import COMM_RESERVES
-from overlap.step import StepLaunches
+from streamk_pgas import spec
+from streamk_pgas.overlap.candidates import Candidate, Problem
+from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig
+from streamk_pgas.overlap.parts import Parts
+from streamk_pgas.overlap.rates import COMM_RESERVES
+from streamk_pgas.overlap.step import StepLaunches
 
 
 class ModeSteps:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import torch
 
-import spec
-from overlap.candidates import Candidate, Problem
-from overlap.config import InvalidConfig, OverlapConfig
-from overlap.modes.base import ModeSteps
-from overlap.parts import Parts
-from overlap.rates import CE_BANDS, CE_FIXED_MS, CE_LOCAL_GBS, CE_OP_US, CE_PEER_GBS, LOCAL_GBS, sync_ms
-from overlap.step import StepLaunches
+from streamk_pgas import spec
+from streamk_pgas.overlap.candidates import Candidate, Problem
+from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig
+from streamk_pgas.overlap.modes.base import ModeSteps
+from streamk_pgas.overlap.parts import Parts
+from streamk_pgas.overlap.rates import CE_BANDS, CE_FIXED_MS, CE_LOCAL_GBS, CE_OP_US, CE_PEER_GBS, LOCAL_GBS, sync_ms
+from streamk_pgas.overlap.step import StepLaunches
 
 
 class CopyEngine(ModeSteps):

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import torch
 
-import spec
-from overlap.algorithms import ALGORITHMS
-from overlap.candidates import Candidate, Problem
-from overlap.modes.base import ModeSteps
-from overlap.parts import Parts
-from overlap.rates import comm_rate, link_ms, local_ms, sync_ms
-from overlap.step import StepLaunches
+from streamk_pgas import spec
+from streamk_pgas.overlap.algorithms import ALGORITHMS
+from streamk_pgas.overlap.candidates import Candidate, Problem
+from streamk_pgas.overlap.modes.base import ModeSteps
+from streamk_pgas.overlap.parts import Parts
+from streamk_pgas.overlap.rates import comm_rate, link_ms, local_ms, sync_ms
+from streamk_pgas.overlap.step import StepLaunches
 
 
 class FusedSequential(ModeSteps):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import torch
 
-import spec
-from overlap.candidates import Candidate, Problem
-from overlap.modes.base import ModeSteps
-from overlap.modes.fused import joins, overlapped_cost
-from overlap.parts import Parts
-from overlap.step import StepLaunches
+from streamk_pgas import spec
+from streamk_pgas.overlap.candidates import Candidate, Problem
+from streamk_pgas.overlap.modes.base import ModeSteps
+from streamk_pgas.overlap.modes.fused import joins, overlapped_cost
+from streamk_pgas.overlap.parts import Parts
+from streamk_pgas.overlap.step import StepLaunches
 
 
 class TwoStreams(ModeSteps):

@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
-from iris_ops.bootstrap import launcher_rank
+from streamk_pgas.iris_ops.bootstrap import launcher_rank
 
 PHASES = ("startup", "barrier", "validation", "isolated", "back_to_back", "graph", "reference")
 PHASE = os.environ["STALL_PHASE"]
@@ -67,18 +67,18 @@ def stepping(timer_fn: Callable[..., Any], at: int) -> Callable[..., Any]:
 
 
 def stall_reference() -> int:
-    import reference.runner as runner
-    from reference.cli import entry
+    from streamk_pgas.reference import runner
+    from streamk_pgas.reference.cli import entry
 
     runner.time_iterations = stepping(runner.time_iterations, 3)  # after one warm-up step (the tests' --warmup 1)
     return entry()
 
 
 def stall_bench() -> int:
-    import harness.timing as timing
-    import iris_ops
     import streamk_pgas.bench as bench
-    from harness.fixture import OverlapFixture
+    from streamk_pgas import iris_ops
+    from streamk_pgas.harness import timing
+    from streamk_pgas.harness.fixture import OverlapFixture
 
     if PHASE == "startup":
         iris_ops.iris = on_call(iris_ops.iris, 1)

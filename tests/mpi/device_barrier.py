@@ -15,8 +15,8 @@ import time
 
 import torch
 
-import iris_ops
-from iris_ops.device_barrier import DeviceBarrier
+from streamk_pgas import iris_ops
+from streamk_pgas.iris_ops.device_barrier import DeviceBarrier
 
 
 def _sync(device: torch.device) -> None:

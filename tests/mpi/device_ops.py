@@ -34,8 +34,8 @@ import triton
 import triton.language as tl
 from device_cases import CASES, INTERPRETER_GAPS
 
-import iris_ops
-from iris_ops.env import interpreted
+from streamk_pgas import iris_ops
+from streamk_pgas.iris_ops.env import interpreted
 
 INTERPRET = interpreted()
 BLOCK = 16  # elements per row an operation touches
@@ -595,7 +595,7 @@ def case_read_timer(ctx: Ctx, dt: str) -> list[str]:
 
 
 def case_record_error(ctx: Ctx, dt: str) -> list[str]:
-    from iris_ops.device import ERROR_KIND_SCALE
+    from streamk_pgas.iris_ops.device import ERROR_KIND_SCALE
 
     err = ctx.sh.zeros(1, dtype=torch.int32)
     error = ctx.launch(lambda: record_error_kernel[(1,)](

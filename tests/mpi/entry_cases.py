@@ -24,10 +24,10 @@ import signal
 import sys
 import time
 
-from iris_ops import env
-from iris_ops.bootstrap import get_bootstrap, launcher_rank
-from iris_ops.entry import run_main
-from iris_ops.errors import ConfigError
+from streamk_pgas.iris_ops import env
+from streamk_pgas.iris_ops.bootstrap import get_bootstrap, launcher_rank
+from streamk_pgas.iris_ops.entry import run_main
+from streamk_pgas.iris_ops.errors import ConfigError
 
 MODES = ("ok", "env", "config_before", "config_after", "interrupt", "peer_fails", "late", "sleep", "heap")
 
@@ -55,7 +55,7 @@ def main() -> int:
     if mode == "peer_fails" and boot.rank == 1:
         raise RuntimeError("injected failure on rank 1")
     if mode == "heap":
-        import iris_ops
+        from streamk_pgas import iris_ops
 
         shmem = iris_ops.iris(int(sys.argv[2]))
         shmem.memory_pool.zero_()  # every page touched: a heap that was not reserved would fail here (SIGBUS)

@@ -22,10 +22,16 @@ import torch
 import triton
 import triton.language as tl
 
-import iris_ops
-from iris_ops.device import ERR_PEER_READY, record_error, record_error_all, wait_local_or_error, wait_or_error
-from iris_ops.device_barrier import DeviceBarrier
-from iris_ops.error_state import CollectiveError, ErrorState
+from streamk_pgas import iris_ops
+from streamk_pgas.iris_ops.device import (
+    ERR_PEER_READY,
+    record_error,
+    record_error_all,
+    wait_local_or_error,
+    wait_or_error,
+)
+from streamk_pgas.iris_ops.device_barrier import DeviceBarrier
+from streamk_pgas.iris_ops.error_state import CollectiveError, ErrorState
 
 TILE = 7
 

@@ -19,10 +19,10 @@ import torch
 import triton
 import triton.language as tl
 
-import iris_ops
-from iris_ops.device import ERR_PEER_READY, notify, record_error_all, spin_budget, wait_or_error
-from iris_ops.entry import run_main
-from iris_ops.error_state import ErrorState
+from streamk_pgas import iris_ops
+from streamk_pgas.iris_ops.device import ERR_PEER_READY, notify, record_error_all, spin_budget, wait_or_error
+from streamk_pgas.iris_ops.entry import run_main
+from streamk_pgas.iris_ops.error_state import ErrorState
 
 
 @triton.jit

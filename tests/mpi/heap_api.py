@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-import iris_ops
-from iris_ops.bootstrap import get_bootstrap
+from streamk_pgas import iris_ops
+from streamk_pgas.iris_ops.bootstrap import get_bootstrap
 
 CHECKS: list[str] = [
     "world",
@@ -50,7 +50,7 @@ def read_mapped(address: int, nbytes: int, device: torch.device) -> torch.Tensor
     on the device that owns the memory, the peer's, and copied in a context of that device, which a heap of
     torch symmetric memory does not grant access to: the peer's mapping is made for this rank's device only.)"""
     if device.type == "cuda":
-        from iris_ops.backends.cuda_ipc import check, cuda_modules
+        from streamk_pgas.iris_ops.backends.cuda_ipc import check, cuda_modules
 
         driver, _ = cuda_modules()
         torch.cuda.synchronize(device)

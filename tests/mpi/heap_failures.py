@@ -24,8 +24,8 @@ import sys
 import time
 from typing import Any
 
-import iris_ops.backends as backends
-from iris_ops.bootstrap import get_bootstrap, launcher_rank
+from streamk_pgas.iris_ops import backends
+from streamk_pgas.iris_ops.bootstrap import get_bootstrap, launcher_rank
 
 MODES = ("raise_after_heap", "exit1_after_heap", "raise_while_mapping", "os_exit_after_heap", "kill_after_heap",
          "hang_after_heap", "late", "exit_before_heap", "never_starts", "ok")
@@ -62,15 +62,15 @@ def main() -> int:
         backend.allocate, backend.open = allocate_traced, open_failing
         return backend
 
-    import iris_ops.heap
+    from streamk_pgas.iris_ops import heap as heap_module
 
-    iris_ops.heap.make_backend = traced_make_backend
+    heap_module.make_backend = traced_make_backend
 
     if rank == 1 and mode == "late":
         time.sleep(120)
     if rank == 1 and mode == "exit_before_heap":
         sys.exit(0)
-    sh = iris_ops.heap.iris(1 << 20)
+    sh = heap_module.iris(1 << 20)
     if rank == 1 and mode == "raise_after_heap":
         raise RuntimeError("injected crash after creating the heap")
     if rank == 1 and mode == "exit1_after_heap":

@@ -38,11 +38,11 @@ from pathlib import Path
 import torch
 from op_back_to_back import TOL, cpu_options, global_inputs, load_inputs, rel_error, shards, sync
 
-import iris_ops
-from iris_ops import CollectiveError
-from overlap.config import OverlapConfig
-from overlap.op import OverlapOp
-from overlap.resolution import resolve_config
+from streamk_pgas import iris_ops
+from streamk_pgas.iris_ops import CollectiveError
+from streamk_pgas.overlap.config import OverlapConfig
+from streamk_pgas.overlap.op import OverlapOp
+from streamk_pgas.overlap.resolution import resolve_config
 
 M = N = K = 32
 TIMEOUT_BOUND_S = 60.0  # the failed step and check_errors() must be over well before this

@@ -32,10 +32,9 @@ import time
 
 import torch
 
-import iris_ops
-import spec
-from overlap.op import OverlapOp
-from stream_k import KernelConfig
+from streamk_pgas import iris_ops, spec
+from streamk_pgas.overlap.op import OverlapOp
+from streamk_pgas.stream_k import KernelConfig
 
 MODES = tuple(spec.MODES)
 

@@ -24,9 +24,8 @@ import sys
 import torch
 from op_back_to_back import cpu_options, global_inputs, load_inputs, rel_error, sync, worst_error
 
-import iris_ops
-import spec
-from overlap.op import OverlapOp
+from streamk_pgas import iris_ops, spec
+from streamk_pgas.overlap.op import OverlapOp
 
 MODES = tuple(spec.MODES)
 

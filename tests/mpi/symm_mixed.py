@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-import iris_ops
+from streamk_pgas import iris_ops
 
 N = 4096
 

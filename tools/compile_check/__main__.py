@@ -8,6 +8,6 @@ os.environ["TRITON_INTERPRET"] = "0"
 # floating-point fusion on, as the Triton on the GPUs has it by default (3.9 warns until it is said)
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
-from tools.compile_check.cli import main
+from streamk_pgas.tools.compile_check.cli import main
 
 sys.exit(main())

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.compile_check.resources import Usage, occupancy, parse_amdgcn, parse_ptxas_log
-from tools.compile_check.spec import LaunchSpec, named_constexprs
-from tools.compile_check.targets import BuildTarget
+from streamk_pgas.tools.compile_check.resources import Usage, occupancy, parse_amdgcn, parse_ptxas_log
+from streamk_pgas.tools.compile_check.spec import LaunchSpec, named_constexprs
+from streamk_pgas.tools.compile_check.targets import BuildTarget
 
 RESULT_VERSION = 3  # bump when what a cached result holds changes
 
@@ -105,7 +105,7 @@ def compile_build(build: Build, target: BuildTarget) -> tuple[Usage, float, list
     import triton
     from triton import knobs
 
-    import iris_ops.device as device
+    from streamk_pgas.iris_ops import device
 
     device.set_compile_arch(target.vendor_code)
     log = io.StringIO()

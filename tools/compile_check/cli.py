@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.checks import ConfigError, OneLineParser, int_in
-from tools.compile_check.build import Build, result_for, specialise
-from tools.compile_check.kernels import DEFAULT_GROUPS, GROUPS, OP_WORLDS, launch_specs, not_built
-from tools.compile_check.report import Row, document, failure_lines, table
-from tools.compile_check.targets import TARGETS, BuildTarget
+from streamk_pgas.harness.checks import ConfigError, OneLineParser, int_in
+from streamk_pgas.tools.compile_check.build import Build, result_for, specialise
+from streamk_pgas.tools.compile_check.kernels import DEFAULT_GROUPS, GROUPS, OP_WORLDS, launch_specs, not_built
+from streamk_pgas.tools.compile_check.report import Row, document, failure_lines, table
+from streamk_pgas.tools.compile_check.targets import TARGETS, BuildTarget
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "streamk-pgas" / "compile_check"
 
@@ -66,7 +66,7 @@ def _check_compiled_mode() -> None:
     """The kernels must be Triton JIT functions: under TRITON_INTERPRET=1 they are interpreted, not compiled."""
     from triton.runtime.jit import JITFunction
 
-    from stream_k.kernel import streamk_gemm_kernel
+    from streamk_pgas.stream_k.kernel import streamk_gemm_kernel
 
     if not isinstance(streamk_gemm_kernel, JITFunction):
         raise ConfigError("TRITON_INTERPRET", "must be unset or 0 when the kernels are imported (the interpreter "

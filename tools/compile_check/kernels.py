@@ -18,17 +18,17 @@ from typing import Any
 
 import torch
 
-from iris_ops.device import TIMER_LOGICAL, default_timer_kind, spin_budget
-from iris_ops.device_barrier import device_barrier_kernel
-from overlap.listing import LAUNCH_KINDS, every_launch, every_mode, op_for
-from stream_k.dtypes import torch_dtype
-from stream_k.gemm import StreamKGemm
-from stream_k.kernel_args import unwrapped
-from stream_k.layout import padded_cols
-from stream_k.select import choose_gemm, default_tma
-from tools.compile_check import probes
-from tools.compile_check.spec import LaunchSpec
-from tools.compile_check.targets import BuildTarget
+from streamk_pgas.iris_ops.device import TIMER_LOGICAL, default_timer_kind, spin_budget
+from streamk_pgas.iris_ops.device_barrier import device_barrier_kernel
+from streamk_pgas.overlap.listing import LAUNCH_KINDS, every_launch, every_mode, op_for
+from streamk_pgas.stream_k.dtypes import torch_dtype
+from streamk_pgas.stream_k.gemm import StreamKGemm
+from streamk_pgas.stream_k.kernel_args import unwrapped
+from streamk_pgas.stream_k.layout import padded_cols
+from streamk_pgas.stream_k.select import choose_gemm, default_tma
+from streamk_pgas.tools.compile_check import probes
+from streamk_pgas.tools.compile_check.spec import LaunchSpec
+from streamk_pgas.tools.compile_check.targets import BuildTarget
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from iris_ops.device import (
+from streamk_pgas.iris_ops.device import (
     atomic_add,
     atomic_and,
     atomic_cas,

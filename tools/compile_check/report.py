@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.compile_check.known_issues import KnownIssue, known_issue
-from tools.compile_check.spec import LaunchSpec
-from tools.compile_check.targets import BuildTarget
+from streamk_pgas.tools.compile_check.known_issues import KnownIssue, known_issue
+from streamk_pgas.tools.compile_check.spec import LaunchSpec
+from streamk_pgas.tools.compile_check.targets import BuildTarget
 
 
 @dataclass

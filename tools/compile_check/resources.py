@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tools.compile_check.targets import BuildTarget
+from streamk_pgas.tools.compile_check.targets import BuildTarget
 
 
 @dataclass

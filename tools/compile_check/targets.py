@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import spec
-from spec import KNOWN_TARGETS
+from streamk_pgas import spec
+from streamk_pgas.spec import KNOWN_TARGETS
 
 
 @dataclass(frozen=True)
