@@ -36,8 +36,10 @@ root = os.path.realpath(os.getcwd())
 by_file = collections.defaultdict(dict)
 for name, module in list(sys.modules.items()):
     path = getattr(module, '__file__', None)
-    if name != '__main__' and path and os.path.realpath(path).startswith(root + os.sep):
-        by_file[os.path.relpath(os.path.realpath(path), root)].setdefault(id(module), []).append(name)
+    real = os.path.realpath(path) if path else ''
+    # the project's files only (a virtual environment inside the checkout holds other packages' extension modules)
+    if name != '__main__' and real.startswith(root + os.sep) and 'site-packages' not in real.split(os.sep):
+        by_file[os.path.relpath(real, root)].setdefault(id(module), []).append(name)
 print(json.dumps({f: sorted(sum(objs.values(), [])) for f, objs in by_file.items() if len(objs) > 1}))
 """
 
