@@ -11,8 +11,7 @@ this rank has landed. The GEMM runs on every SM.
                  rows of the partial into the owner's RECV slot of this rank; C = own rows + RECV's other
                  slots is added on the main stream after the step's copies (the op's `post`)
     gather_a     (all_gather_gemm) this rank's rows of A into slot 0 of its own gathered A, then into each
-                 peer's slot, in pieces (the GEMM's wait segments of columns, or bands of row blocks); after each
-                 piece its A_READY words, copied from FILL
+                 peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them
 
 Bands: overlap.bands (how many per copy region, and why).
@@ -24,12 +23,12 @@ from typing import Any
 
 import torch
 
-from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunk_cols, a_chunks, a_segment_cols
+from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks
 from streamk_pgas.overlap.bands import row_bands
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
 
-GATHER_CHUNKS = 4  # bands of row blocks of a slot whose K is one wait segment
+GATHER_CHUNKS = 4  # chunks of one rank's rows of A
 
 
 class Peers:
@@ -97,32 +96,25 @@ def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Ten
 def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
                  peers: Peers, world: int) -> list[Op]:
     """all_gather_gemm: this rank's rows `a` (M/W x K) into slot j of rank (rank - j)'s gathered A, in the order the
-    GEMM reads the slots (slot 0, the own copy, first), each slot in pieces, each followed by its A_READY words
-    (copied from FILL): the GEMM's wait segments of columns (overlap.algorithms.all_gather_gemm.a_segment_cols)
-    where K has several, every row of the slot in each; else GATHER_CHUNKS bands of row blocks."""
-    m, k = ag.shape[0], a.shape[1]
+    GEMM reads the slots (slot 0, the own copy, first), chunk by chunk, each chunk followed by its A_READY words
+    (every chunk of columns of its row blocks: overlap.algorithms.all_gather_gemm; copied from FILL)."""
+    m = ag.shape[0]
     a_rows = m // world
     n_rb = -(-m // blk_m)
-    n_kc = a_chunks(k)
-    seg_cols, chunk_cols = a_segment_cols(k), a_chunk_cols(k)
-    col_pieces = [(c0, min(k, c0 + seg_cols)) for c0 in range(0, k, seg_cols)]
+    n_kc = a_chunks(a.shape[1])
     ops: list[Op] = []
     for slot in range(world):
         dest = (peers.rank + world - slot) % world
         lo_row, hi_row = slot * a_rows, (slot + 1) * a_rows
         rb_lo, rb_hi = lo_row // blk_m, (hi_row - 1) // blk_m + 1
-        row_pieces = [(rb_lo, rb_hi)] if len(col_pieces) > 1 else [
-            (rb_lo + c0, rb_lo + c1) for c0, c1 in bands(rb_hi - rb_lo, GATHER_CHUNKS)]
-        for k0, k1 in col_pieces:
-            kc0, kc1 = k0 // chunk_cols, -(-k1 // chunk_cols)
-            for rb_a, rb_b in row_pieces:
-                r0, r1 = max(rb_a * blk_m, lo_row), min(rb_b * blk_m, hi_row)
-                dst = ag[r0:r1, k0:k1]
-                ops.append(rows_copy(dst, a[r0 - lo_row:r1 - lo_row, k0:k1], peers.addr(dst, dest)))
-                # the words of chunks kc0..kc1-1 of row blocks rb_a..rb_b-1: a column of a [rows, n_kc] block
-                words = a_ready[(slot * n_rb + rb_a) * n_kc + kc0:]
-                width = 4 * (kc1 - kc0)
-                ops.append(Copy2D(peers.addr(words, dest), 4 * n_kc, fill.data_ptr(), width, width, rb_b - rb_a))
+        for c0, c1 in bands(rb_hi - rb_lo, GATHER_CHUNKS):
+            rb_a, rb_b = rb_lo + c0, rb_lo + c1
+            r0, r1 = max(rb_a * blk_m, lo_row), min(rb_b * blk_m, hi_row)
+            dst = ag[r0:r1]
+            ops.append(rows_copy(dst, a[r0 - lo_row:r1 - lo_row], peers.addr(dst, dest)))
+            words = a_ready[(slot * n_rb + rb_a) * n_kc:(slot * n_rb + rb_b) * n_kc]
+            ops.append(Copy2D(peers.addr(words, dest), 4 * words.numel(), fill.data_ptr(), 4 * words.numel(),
+                              4 * words.numel(), 1))
     return ops
 
 

@@ -83,7 +83,7 @@ class Gather(NamedTuple):
     IN_COMM: Any  # communication programs push A's rows
     IN_GEMM: Any  # each GEMM program pushes its share of A's rows before computing (fused_sequential)
     GEMM_WAITS: Any  # GEMM programs wait for the rows of a tile's row block before reading them
-    SEGMENTED: Any  # ... in wait segments of segment_cols columns (K has more than one)
+    SEGMENTED: Any  # ... in wait segments of segment_cols columns, and pushes go chunk by chunk (K has several)
 
 
 __all__ = ["Gather", "Move", "MoveFlags", "Step", "StepFlags", "constexprs"]

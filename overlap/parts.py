@@ -115,7 +115,8 @@ class Parts:
                            CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles)
         return move, flags
 
-    def _gather(self, a: torch.Tensor, *, in_comm: bool, in_gemm: bool, gemm_waits: bool) -> Gather | None:
+    def _gather(self, a: torch.Tensor, *, in_comm: bool, in_gemm: bool, gemm_waits: bool,
+                segments: bool = False) -> Gather | None:
         bufs, cfg = self.bufs, self.cfg
         if not self.alg.gathers_a:
             return None
@@ -126,18 +127,20 @@ class Parts:
         return Gather(a, a.stride(0), a.stride(1), bufs.ag, bufs.ag.stride(0), bufs.ag.stride(1), bufs.a_ready,
                       max(1, a.shape[0]), cfg.k, chunk, segment, *(tl.constexpr(v) for v in (
                           min(cfg.kernel.BLK_M, 64), 256, in_comm, in_gemm, gemm_waits,
-                          # fused_sequential's GEMM programs push first: their own share is there before they read
-                          # (and its kernel spills at world 8 with the segments' loop)
-                          segment < cfg.k and not in_gemm)))
+                          # not where the GEMM programs push first (fused_sequential: its kernel spills at world 8
+                          # with the segments' loop)
+                          segments and not in_gemm and segment < cfg.k)))
 
     def overlap(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, step_programs: int,
                 comm_programs: int = 0, join: bool = False, claim: bool = False, peer_sync: bool = True,
                 traced: bool = False, wait_a: bool = True, push: bool = False, gemm_gathers: bool = False,
-                counts: bool = False) -> BoundLaunch:
+                counts: bool = False, a_segments: bool = True) -> BoundLaunch:
         """The overlap kernel: `gemm`'s programs, then `comm_programs` communication programs; with `join` the GEMM
         programs move tiles too once their GEMM work is done; with `push` (fused_sequential) the GEMM's epilogue
         moves each tile itself (and `gemm_gathers`: each GEMM program pushes its share of A's rows first); with
-        `counts` (copy_engine) the epilogue counts finished tiles per band of tile rows instead of flagging each."""
+        `counts` (copy_engine) the epilogue counts finished tiles per band of tile rows instead of flagging each;
+        `a_segments`: all_gather_gemm's GEMM reads K in wait segments where A arrives while it runs (overlap.
+        algorithms.all_gather_gemm.a_segment_cols; not in bulk_sync, where A is there, or copy_engine)."""
         alg, seq, bufs = self.alg, push, self.bufs
         epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
         if counts:
@@ -155,8 +158,8 @@ class Parts:
         args["CTX"] = self._context(gemm)  # the collective error words, world_size a compile-time constant
         comm = comm_programs > 0
         move, move_flags = self._move(gemm, comm_programs, claim, True) if (comm or join) else (None, None)
-        gather = self._gather(a, in_comm=comm, in_gemm=gemm_gathers,
-                                            gemm_waits=alg.gathers_a and wait_a)
+        gather = self._gather(a, in_comm=comm, in_gemm=gemm_gathers, gemm_waits=alg.gathers_a and wait_a,
+                              segments=a_segments)
         # the GEMM's own epilogue (or its push of A's rows) writes into the peers' buffers
         pushes = seq and (alg.push_epilogue is not None or gemm_gathers)
         writes_peers_first = alg.writes_peers and not comm and pushes
@@ -179,8 +182,8 @@ class Parts:
         alg, bufs = self.alg, self.bufs
         g = self.gemm(self.main_programs)
         move, move_flags = self._move(g, programs, claim, wait_ready)
-        gather = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False,
-                                            gemm_waits=False)
+        gather = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False, gemm_waits=False,
+                              segments=True)  # pushed in the order a GEMM that waits by segments reads (two_streams)
         handshake = alg.writes_peers or not wait_ready
         flags = constexprs(StepFlags, COMM=True, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False,
                            GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=handshake,

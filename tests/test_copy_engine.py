@@ -10,7 +10,6 @@ import itertools
 import pytest
 import torch
 
-from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks, a_segment_cols
 from streamk_pgas.overlap.bands import row_bands
 from streamk_pgas.overlap.communication.copy_engine import (
     Copy2D,
@@ -145,28 +144,6 @@ def test_gather_a_fills_every_slot_and_its_ready_words() -> None:
     # slot 0 covers row blocks 0, 1 (rows 0-11); slot 1 row blocks 1, 2 (rows 12-23)
     assert a_ready.tolist() == [5, 5, 0, 0, 0, 0]
     assert h.on(a_ready.view(1, -1), 1)[0].tolist() == [0, 0, 0, 0, 5, 5]
-
-
-def test_gather_a_in_wait_segments_of_columns() -> None:
-    """K of several wait segments (overlap.algorithms.all_gather_gemm.a_segment_cols): each slot is copied segment by
-    segment of columns, all of its rows each time, and every (row block, chunk) word of the slot is set."""
-    M, K, blk_m, world, rank = 16, 9000, 8, 2, 1
-    assert a_segment_cols(K) < K
-    h = TwoHeaps(1 << 21)
-    a = torch.randn(M // world, K)
-    ag = h.tensor(M, K, torch.float32, rank=rank)
-    n_rb, n_kc = M // blk_m, a_chunks(K)
-    a_ready = h.tensor(1, world * n_rb * n_kc, torch.int32, rank=rank)[0]
-    fill = torch.full((n_rb * n_kc,), 7, dtype=torch.int32)
-    ops = gather_a_ops(a, ag, a_ready, fill, blk_m, h.peers(rank), world)
-    segments = -(-K // a_segment_cols(K))
-    assert len(ops) == 2 * world * segments  # a copy and its words per (slot, segment)
-    run(ops)
-    assert torch.equal(h.on(ag, 1)[:8], a)  # slot 0 of this rank (1): its own rows
-    assert torch.equal(h.on(ag, 0)[8:], a)  # slot 1 of rank 0: rank 1's rows
-    words = lambda r: h.on(a_ready.view(1, -1), r)[0].view(world, n_rb, n_kc)
-    assert (words(1)[0, 0] == 7).all() and (words(0)[1, 1] == 7).all()  # every chunk of the slot's row block
-    assert (words(1)[1] == 0).all() and (words(1)[0, 1] == 0).all() and (words(0)[0] == 0).all()
 
 
 def test_host_wait_gives_up_with_an_error() -> None:

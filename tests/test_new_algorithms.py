@@ -70,8 +70,8 @@ def test_bf16(tmp_path: Path) -> None:
 @pytest.mark.parametrize("k,chunks,segments", [(2100, 3, 1), (9000, 9, 3)])
 def test_all_gather_gemm_in_chunks_of_columns(k: int, chunks: int, segments: int, tmp_path: Path) -> None:
     """A's rows arrive in chunks of columns (overlap.algorithms.all_gather_gemm.a_chunk_cols), each with its own
-    ready words; a Stream-K piece reads its K range in wait segments (a_segment_cols), waiting for each segment's
-    chunks just before reading them (K = 9000: three segments, the copy engine's copies segment by segment)."""
+    ready words; in fused and two_streams a Stream-K piece reads its K range in wait segments (a_segment_cols),
+    waiting for each segment's chunks just before reading them (K = 9000: three segments)."""
     from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks, a_segment_cols
 
     assert a_chunks(k) == chunks and -(-k // a_segment_cols(k)) == segments

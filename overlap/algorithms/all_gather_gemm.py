@@ -9,15 +9,16 @@ the rows it has at once. The epilogue un-rotates: row x of AG @ B is row (x + d*
 Readiness, chunk by chunk: A's columns are cut into chunks of `a_chunk_cols(K)` (a multiple of every BLK_K), and
 A_READY[(slot * cdiv(M, BLK_M) + rb) * n_chunks + kc] on the destination holds the step's epoch once the rows of
 slot `slot` inside row block rb have landed in chunk kc's columns (the pusher's release, system scope). A GEMM work
-item of row block rb reads its K range in segments of `a_segment_cols(K)` columns and waits, before each, for that
-segment's chunks of every slot its rows overlap (stream_k.kernel.streamk_program's A_WAIT), so a tile starts once
-its first columns are there.
+item of row block rb waits for the chunks of every slot its rows overlap, those its K range reads only
+(stream_k.kernel.streamk_program's A_WAIT); where communication programs push A (fused, two_streams) it reads its K
+range in segments of `a_segment_cols(K)` columns and waits for each segment's chunks just before reading them, so a
+tile starts once its first columns are there.
 
 Work units of the pushing programs, in the order the GEMM reads the slots: (slot j of the destination, chunk kc,
 row-block piece c of this rank's shard cut at the destination's row-block boundaries); slot 0 is the own copy, slot
 j goes to rank (cur_rank - j) % W. Each slot's units are spread over every pushing program, so the slots arrive one
-after another at the full rate, slot 1 (the GEMM's second) first, and within a slot every row block's first
-columns before any row block's next.
+after another at the full rate, slot 1 (the GEMM's second) first; within a slot, where the GEMM waits by segments,
+every row block's first columns before any row block's next, else one row block after another.
 
 Buffers: AG [M, K] (H), the gathered A; A_READY (H); C [M, N/W], this rank's columns, written by the GEMM;
 nothing moves C. copy_engine: A's rows copied into every rank's AG, each chunk followed by its ready words
@@ -54,7 +55,7 @@ def a_chunks(k: int) -> int:
 
 
 def a_segment_cols(k: int) -> int:
-    """Columns of A in one wait segment of a GEMM work item (whole chunks; the copy engine's copies follow it)."""
+    """Columns of A in one wait segment of a GEMM work item (whole chunks)."""
     chunk, n = a_chunk_cols(k), a_chunks(k)
     per = max(-(-n // A_SEGMENTS), -(-A_SEGMENT_MIN_COLS // chunk))
     return chunk * min(n, per)
@@ -69,7 +70,8 @@ def a_ready_words(m: int, k: int, blk_m: int, world: int) -> int:
 def gather_program(pid, num_programs, GATHER, e, CTX, BLK_M: tl.constexpr):
     """Push this rank's shard of A (GATHER.A_LOCAL, M/W x K) into slot j of rank (cur_rank - j)'s AG, slot 0 (the
     own copy) first, unit by unit (units pid, pid + num_programs, ...; a unit is one chunk of columns of the rows of
-    one row block; a slot's units chunk by chunk), releasing each unit's A_READY word."""
+    one row block; a slot's units chunk by chunk where the GEMM waits by segments, else row block by row block),
+    releasing each unit's A_READY word."""
     RM: tl.constexpr = GATHER.RM
     KB: tl.constexpr = GATHER.KB
     a_rows = GATHER.a_rows
@@ -81,8 +83,12 @@ def gather_program(pid, num_programs, GATHER, e, CTX, BLK_M: tl.constexpr):
     pieces = tl.cdiv(a_rows, BLK_M) + 1  # row blocks one slot can overlap
     for u in range(pid, pieces * CTX.world_size * n_kc, num_programs):
         slot = u // (pieces * n_kc)
-        kc = (u // pieces) % n_kc
-        c = u % pieces
+        if GATHER.SEGMENTED:  # the GEMM reads a row block segment by segment: every row block's first chunks first
+            kc = (u // pieces) % n_kc
+            c = u % pieces
+        else:  # the GEMM waits for a row block's whole K: one row block after another
+            c = (u // n_kc) % pieces
+            kc = u % n_kc
         dest = (CTX.cur_rank + CTX.world_size - slot) % CTX.world_size
         slot_lo = slot * a_rows
         rb = slot_lo // BLK_M + c

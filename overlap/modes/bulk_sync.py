@@ -23,7 +23,7 @@ class BulkSync(ModeSteps):
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T = parts.cfg.total_sms
         assert T is not None
-        gemm = parts.overlap(parts.gemm(T), a, b, step_programs=2 * T, traced=traced)
+        gemm = parts.overlap(parts.gemm(T), a, b, step_programs=2 * T, traced=traced, a_segments=False)
         comm = parts.comm(T, claim=False, step_programs=2 * T, traced=traced, a=a)
         if parts.alg.gathers_a:
             return StepLaunches("step", main=[("comm", [comm]), ("gemm", [gemm])])

@@ -29,7 +29,8 @@ class CopyEngine(ModeSteps):
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, alg = parts.cfg.total_sms, parts.alg
         assert T is not None
-        gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a)
+        gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a,
+                             a_segments=False)
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
         step = StepLaunches("step", pre=[parts.ce_start()], main=[("gemm", [gemm])], side=schedule, side_name="copy",
                     side_first=alg.gathers_a, post_name="add")
