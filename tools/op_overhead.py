@@ -168,13 +168,17 @@ def measure(shmem: Any, alg: str, mode: str, shape: tuple[int, int, int], args: 
             "gemm_ms_loops": gemm_ms, "calls": args.calls}
 
 
-def check_lists(algorithms: list[str], modes: list[str]) -> str | None:
-    """One line naming the first unknown algorithm or mode (None: all known)."""
+def algorithm_mode_lists(args: argparse.Namespace) -> tuple[list[str], list[str], str | None]:
+    """The --algorithms and --modes lists, and one line naming the first unknown algorithm or mode (None: all
+    known)."""
+    algorithms = [a for a in args.algorithms.split(",") if a]
+    modes = [m for m in args.modes.split(",") if m]
     for flag, given, valid in (("--algorithms", algorithms, spec.ALGORITHMS), ("--modes", modes, spec.MODES)):
         bad = [x for x in given if x not in valid]
         if bad or not given:
-            return f"{flag}: must be a comma-separated list of {', '.join(valid)}, got {','.join(given) or 'none'}"
-    return None
+            return algorithms, modes, (f"{flag}: must be a comma-separated list of {', '.join(valid)}, got "
+                                       f"{','.join(given) or 'none'}")
+    return algorithms, modes, None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,10 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"op_overhead: error: {exc}", file=sys.stderr)
         return 2
-    algorithms = [a for a in args.algorithms.split(",") if a]
-    modes = [m for m in args.modes.split(",") if m]
+    algorithms, modes, problem = algorithm_mode_lists(args)
     small = [name for name in ("calls", "loops") if getattr(args, name) < 1]
-    problem = check_lists(algorithms, modes) or (
+    problem = problem or (
         f"--{small[0]}: must be >= 1, got {getattr(args, small[0])}" if small else None)
     if problem:
         print(f"op_overhead: error: {problem}", file=sys.stderr)

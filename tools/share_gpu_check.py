@@ -27,7 +27,7 @@ import torch
 
 from streamk_pgas import spec
 from streamk_pgas.harness.checks import TOLERANCE, ConfigError, OneLineParser
-from streamk_pgas.tools.op_overhead import check_lists
+from streamk_pgas.tools.op_overhead import algorithm_mode_lists
 
 
 def part(t: torch.Tensor, where: tuple[tuple[int, int], tuple[int, int]]) -> torch.Tensor:
@@ -135,10 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"share_gpu_check: error: {exc}", file=sys.stderr)
         return 2
-    algorithms = [a for a in args.algorithms.split(",") if a]
-    modes = [m for m in args.modes.split(",") if m]
-    problem = check_lists(algorithms, modes) or (f"--steps: must be >= 1, got {args.steps}" if args.steps < 1
-                                                 else None)
+    algorithms, modes, problem = algorithm_mode_lists(args)
+    problem = problem or (f"--steps: must be >= 1, got {args.steps}" if args.steps < 1 else None)
     if problem:
         print(f"share_gpu_check: error: {problem}", file=sys.stderr)
         return 2
