@@ -1,6 +1,6 @@
 """What the copy-engine mode's operations cost on this machine: bandwidth of its copies and host time per call.
 
-    mpirun -np 2 python -m tools.copy_engine_bench [--mb 20] [--iters 20] [--output_file ce.json]
+    mpirun -np 2 python -m tools.copy_engine_bench [--mb 20] [--iters 20] [--output_file ce.json]   (or -np 4)
 
 Rank 0 times, with CUDA events on one stream (median of --iters, each after a drain and a barrier):
     peer_1d        one Copy2D of --mb MB into rank 1's heap, rows as wide as their pitch (a plain copy)
@@ -8,10 +8,17 @@ Rank 0 times, with CUDA events on one stream (median of --iters, each after a dr
                    at N/W = 2048 bf16)
     peer_2d_16k    16 KB rows, 16.5 KB pitch (all_gather_gemm's rows of A at K = 8256)
     peer_banded    peer_1d cut into 8 copies, each behind a satisfied WaitGeq (the schedule's shape)
+    peer_pull_1d   one Copy2D of --mb MB from rank 1's heap into rank 0's (the copy engine reads the peer)
     local_1d       one Copy2D within rank 0's heap
+with 3 or more ranks, rank 0 alone (GB/s over all the bytes it moves):
+    peers_serial   --mb MB into every peer, one copy after another on one stream
+    peers_lanes    the same copies side by side, one stream each (forked and joined with events)
+and every rank at once (each times its own copies; rank 0's figure is reported):
+    ring_push      every rank --mb MB into rank - 1 (all_gather_gemm's slot 1: every link of a ring busy)
+    ring_pull      every rank --mb MB from rank + 1
 and the host's cost of queueing one operation (microseconds per call, the device kept busy by a spin):
     host_wait_us, host_copy_us, host_graph_us (a CUDA graph replay of 16 of them).
-Rank 1 only meets the barriers. NVIDIA GPUs only.
+Other ranks meet the barriers (and copy in the ring cases). NVIDIA GPUs only.
 """
 
 from __future__ import annotations
@@ -49,36 +56,42 @@ def main(argv: list[str] | None = None) -> int:
     def peer(t: torch.Tensor, p: int = 1) -> int:
         return t.data_ptr() - bases[rank] + bases[p]
 
+    world = shmem.get_num_ranks()
     s, d, pd = src.data_ptr(), dst.data_ptr(), peer(dst)
-    cases = {
-        "peer_1d": [Copy2D(pd, nbytes, s, nbytes, nbytes, 1)],
-        "peer_2d_4k": [Copy2D(pd, 8192, s, 8192, 4096, nbytes // 4096)],
-        "peer_2d_16k": [Copy2D(pd, 16896, s, 16896, 16384, nbytes // 16384)],
-        "peer_banded": [x for i in range(8) for x in (WaitGeq(word.data_ptr(), 1),
-                        Copy2D(pd + i * nbytes // 8, nbytes, s + i * nbytes // 8, nbytes, nbytes // 8, 1))],
-        "local_1d": [Copy2D(d, nbytes, s, nbytes, nbytes, 1)],
+    one = lambda to, frm: Copy2D(to, nbytes, frm, nbytes, nbytes, 1)
+    # name -> (lanes of operations, one stream each, on every rank that copies; whether every rank copies)
+    cases: dict[str, tuple[list[list], bool]] = {
+        "peer_1d": ([[one(pd, s)]], False),
+        "peer_2d_4k": ([[Copy2D(pd, 8192, s, 8192, 4096, nbytes // 4096)]], False),
+        "peer_2d_16k": ([[Copy2D(pd, 16896, s, 16896, 16384, nbytes // 16384)]], False),
+        "peer_banded": ([[x for i in range(8) for x in (WaitGeq(word.data_ptr(), 1),
+                          Copy2D(pd + i * nbytes // 8, nbytes, s + i * nbytes // 8, nbytes, nbytes // 8, 1))]], False),
+        "peer_pull_1d": ([[one(d, peer(src))]], False),
+        "local_1d": ([[one(d, s)]], False),
     }
+    if world >= 3:
+        to_each = [one(peer(dst, q), s) for q in range(1, world)]
+        cases["peers_serial"] = ([to_each], False)
+        cases["peers_lanes"] = ([[x] for x in to_each], False)
+        cases["ring_push"] = ([[one(peer(dst, (rank - 1) % world), s)]], True)
+        cases["ring_pull"] = ([[one(d, peer(src, (rank + 1) % world))]], True)
     engine = CudaEngine()
-    stream = torch.cuda.Stream(dev)
-    out: dict[str, object] = {"bytes": nbytes, "device": torch.cuda.get_device_name(dev), "torch": torch.__version__}
-    for name, ops in cases.items():
-        sched = CopySchedule(ops, engine)
+    streams = [torch.cuda.Stream(dev) for _ in range(max(1, world - 1))]
+    out: dict[str, object] = {"bytes": nbytes, "world": world, "device": torch.cuda.get_device_name(dev),
+                              "torch": torch.__version__}
+    for name, (lanes, everyone) in cases.items():
+        scheds = [CopySchedule(ops, engine) for ops in lanes]
+        moved = nbytes * sum(1 for ops in lanes for op in ops if isinstance(op, Copy2D)) // (8 if "banded" in name
+                                                                                               else 1)
         times = []
-        for i in range(args.iters + 3):
+        for _ in range(args.iters + 3):
             shmem.barrier()
-            if rank == 0:
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                with torch.cuda.stream(stream):
-                    torch.cuda._sleep(1_000_000)
-                    a.record(stream)
-                    sched(stream)
-                    b.record(stream)
-                b.synchronize()
-                if i >= 3:
-                    times.append(a.elapsed_time(b))
+            if rank == 0 or everyone:
+                times.append(_timed_lanes(scheds, streams))
         if rank == 0:
-            ms = statistics.median(times)
-            out[name] = {"ms": ms, "GBps": nbytes / ms / 1e6}
+            ms = statistics.median(times[3:])
+            out[name] = {"ms": ms, "GBps": moved / ms / 1e6}
+    stream = streams[0]
     if rank == 0:  # host cost per operation, the device busy meanwhile
         small = [WaitGeq(word.data_ptr(), 1)] * 16
         copies = [Copy2D(pd, 4096, s, 4096, 4096, 1)] * 16
@@ -107,6 +120,25 @@ def main(argv: list[str] | None = None) -> int:
             args.output_file.write_text(json.dumps(out, indent=1))
     shmem.barrier()
     return 0
+
+
+def _timed_lanes(scheds: list, streams: list) -> float:
+    """ms from the start of the first lane to the end of the last: lane i on streams[i], forked from and joined into
+    streams[0] with events, after a ~0.5 ms spin that lets the host queue everything first."""
+    main = streams[0]
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    with torch.cuda.stream(main):
+        torch.cuda._sleep(1_000_000)
+        a.record(main)
+    for sched, st in zip(scheds[1:], streams[1:]):
+        st.wait_event(a)
+        sched(st)
+    scheds[0](main)
+    for st in streams[1:len(scheds)]:
+        main.wait_stream(st)
+    b.record(main)
+    b.synchronize()
+    return a.elapsed_time(b)
 
 
 if __name__ == "__main__":
