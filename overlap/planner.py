@@ -93,7 +93,7 @@ def rank_candidates(p: Problem, target: Target, fixed: Mapping[str, Any] | None 
     T = fixed.get("total_sms", target.sms)
     # the algorithm's modes that can run on the target (a mode given is checked as given)
     modes = [fixed["mode"]] if "mode" in fixed else [
-        m for m in p.spec.modes if MODE_STEPS[m].unavailable(target) is None]
+        m for m in p.spec.modes if MODE_STEPS[m].unavailable(target) is None and MODE_STEPS[m].auto_candidate(p)]
     out: list[Candidate] = []
     for name in modes:
         steps = MODE_STEPS[name]

@@ -59,6 +59,27 @@ def test_model_picks_the_measured_winners(algorithm: str, mode: str, shape: tupl
     assert 100 <= best.gemm_sms < 132
 
 
+# all_gather_gemm at W = 4 on 4 x H100 (results/README.md, the sequence-parallel pair): the best mode measured
+# where the planner now picks within 5% of it (copy_engine where the copies hide behind a long GEMM, bulk_sync
+# where they do not)
+AG_W4_MEASURED_BEST = {(4096, 8192, 28672): "copy_engine", (8192, 8192, 8192): "copy_engine",
+                       (16384, 8192, 8192): "copy_engine", (512, 8192, 28672): "bulk_sync",
+                       (1024, 8192, 8192): "bulk_sync", (2048, 4096, 14336): "bulk_sync",
+                       (512, 8192, 8192): "bulk_sync"}
+
+
+@pytest.mark.parametrize("shape", sorted(AG_W4_MEASURED_BEST))
+def test_all_gather_gemm_at_four_ranks_auto_picks_what_measured_best(shape: tuple[int, int, int]) -> None:
+    """auto never picks all_gather_gemm's fused_sequential (bulk_sync's work without the kernel boundary, measured
+    behind it), still runs it when asked; copy_engine's copies at W > 2 at the rate measured there."""
+    H100 = spec.known_target("h100")
+    ranked = rank_candidates(Problem("all_gather_gemm", *shape, "bf16", 4), H100)
+    assert ranked[0].mode == AG_W4_MEASURED_BEST[shape], ranked[0].describe()
+    assert all(c.mode != "fused_sequential" for c in ranked)
+    asked = rank_candidates(Problem("all_gather_gemm", *shape, "bf16", 4), H100, {"mode": "fused_sequential"})
+    assert asked and all(c.mode == "fused_sequential" for c in asked)
+
+
 def test_every_default_comes_from_the_planner() -> None:
     """With no flags, benchmark.py's config is exactly the planner's choice for the problem."""
     for alg in ("all_reduce", "all_scatter", "one_shot"):

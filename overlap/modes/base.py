@@ -33,6 +33,10 @@ class ModeSteps:
     def spec(self) -> spec.Mode:
         return spec.MODES[self.name]
 
+    def auto_candidate(self, p: Problem) -> bool:
+        """Whether `auto` may choose this mode for p (it always runs when asked for)."""
+        return True
+
     # ---- the step ---------------------------------------------------------------------------------------
     def build(self, parts: Parts, kind: str, a: torch.Tensor, b: torch.Tensor) -> StepLaunches:
         """The launches of one step of `kind` (overlap.step.KINDS) on inputs a and b."""

@@ -16,7 +16,16 @@ from streamk_pgas.overlap.candidates import Candidate, Problem
 from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig
 from streamk_pgas.overlap.modes.base import ModeSteps
 from streamk_pgas.overlap.parts import Parts
-from streamk_pgas.overlap.rates import CE_BANDS, CE_FIXED_MS, CE_LOCAL_GBS, CE_OP_US, CE_PEER_GBS, LOCAL_GBS, sync_ms
+from streamk_pgas.overlap.rates import (
+    CE_BANDS,
+    CE_FIXED_MS,
+    CE_GATHER_GBS,
+    CE_LOCAL_GBS,
+    CE_OP_US,
+    CE_PEER_GBS,
+    LOCAL_GBS,
+    sync_ms,
+)
 from streamk_pgas.overlap.step import StepLaunches
 
 
@@ -62,6 +71,8 @@ class CopyEngine(ModeSteps):
         ops = CE_OP_US / 1e3 * CE_BANDS * max(1, p.world_size - 1)
         if p.spec.family.a == "rows":  # slot j of A arrives after the own copy and j peer shards
             w = p.world_size
+            if w > 2:
+                peer = CE_GATHER_GBS * 1e6
             t = local / (CE_LOCAL_GBS * 1e6) / CE_BANDS  # the first chunk of the own rows
             ready = local / (CE_LOCAL_GBS * 1e6)
             for j in range(1, w):
