@@ -25,6 +25,7 @@ MPI_Finalize at exit while its peers wait for it. IRIS_OPS_ABORT_ON_ERROR=0 turn
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import subprocess
@@ -267,8 +268,10 @@ class _TorchRun(Bootstrap):
             if not dist.is_initialized():
                 dist.init_process_group("gloo", rank=self.rank, world_size=self.world_size,
                                         timeout=datetime.timedelta(seconds=timeout_s))
+                destroy_at_exit(None)
             # A gloo group of our own, so a user's NCCL default group is never used for the exchange.
             self.group = dist.new_group(backend="gloo")
+            destroy_at_exit(self.group)
         except (RuntimeError, TimeoutError, ValueError) as exc:  # torch's DistError family: store timeouts, refusals
             raise TimeoutError(startup_failure(self.rank, "torch.distributed start-up", timeout_s, exc)) from None
         self.launcher = "torchrun"
@@ -302,6 +305,22 @@ class _TorchRun(Bootstrap):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def destroy_at_exit(group: Any) -> None:
+    """Destroy a process group this library started (`group`; None: the default group) while the interpreter is
+    still whole at exit: a gloo group left to interpreter finalization can abort the process (SIGABRT, "terminate
+    called without an active exception") after the program's work is done. A group the program destroyed itself
+    is left alone. Handlers run newest first, so a subgroup goes before the default group."""
+
+    def destroy() -> None:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            with contextlib.suppress(ValueError, RuntimeError):  # already destroyed by the program
+                dist.destroy_process_group(group)
+
+    atexit.register(destroy)
 
 
 def _first_line(exc: BaseException) -> str:

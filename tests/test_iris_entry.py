@@ -194,3 +194,30 @@ def test_torchrun_ctrl_c_is_one_line_per_rank(tmp_path: Path) -> None:
     # reached the pipe (seen once in a CI run), so a missing line is not a failure; a traceback or a second is
     want = {f"{PROG}: rank 0: interrupted", f"{PROG}: rank 1: interrupted"}
     assert lines and len(lines) == len(set(lines)) and set(lines) <= want, out
+
+
+EXIT_SCRIPT = """
+import atexit
+import sys
+
+import torch.distributed as dist
+
+from streamk_pgas.iris_ops.bootstrap import get_bootstrap
+
+b = get_bootstrap()
+b.barrier()
+atexit._run_exitfuncs()  # what the interpreter runs at exit, while it is still whole
+sys.stdout.write(f"INITIALIZED_AFTER_EXIT rank {b.rank} {dist.is_initialized()}\\n")
+"""
+
+
+def test_torchrun_groups_the_bootstrap_started_end_before_finalization(tmp_path: Path) -> None:
+    """The gloo groups the bootstrap starts are destroyed by exit handlers, not left to interpreter finalization
+    (which aborted a finished program with "terminate called without an active exception", ~1 run in 12)."""
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT_SCRIPT)
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", str(script)],
+                            env=_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert sorted(re.findall(r"INITIALIZED_AFTER_EXIT rank (\d) (\w+)", out)) == [("0", "False"), ("1", "False")], out
