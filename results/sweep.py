@@ -496,6 +496,9 @@ def run_sweep(cfg: SweepConfig) -> int:
     failures = Failures(cfg.logdir)
     plot_cmd = [cfg.python, str(ROOT / "results" / "plot.py"), str(cfg.logdir), "--out", str(cfg.figdir)]
     table_cmd = [cfg.python, str(ROOT / "results" / "grid_table.py"), str(cfg.logdir), "--out", str(cfg.figdir)]
+    # several modes of a cell: the planner's auto against them (results/mode_table.py)
+    modes_cmd = ([cfg.python, "-m", "results.mode_table", str(cfg.logdir), "--out", str(cfg.figdir)]
+                 if len(set(cfg.modes) - {"auto"}) > 1 else None)
     if cfg.dry_run:
         for run in runs:
             state = "skip (log exists)" if run.done() else (
@@ -504,6 +507,8 @@ def run_sweep(cfg: SweepConfig) -> int:
         if cfg.plot:
             print(f"[plot] {shlex.join(plot_cmd)}")
             print(f"[table] {shlex.join(table_cmd)}")
+            if modes_cmd:
+                print(f"[modes] {shlex.join(modes_cmd)}")
         return 0
 
     write_plan(runs, cfg.logdir)
@@ -533,6 +538,8 @@ def run_sweep(cfg: SweepConfig) -> int:
     if cfg.plot:
         subprocess.run(plot_cmd, check=False)
         subprocess.run(table_cmd, check=False)
+        if modes_cmd:
+            subprocess.run(modes_cmd, check=False, cwd=ROOT)
     return 1 if counts["failed"] else 0
 
 

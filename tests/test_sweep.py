@@ -143,7 +143,8 @@ def test_dry_run_prints_commands_and_marks_done_runs(tmp_path: Path, capsys: pyt
     done.outputs[0].write_text(json.dumps({"schema": "streamk-pgas/run-log/1"}))
     assert main(args) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == len(runs) + 2 and lines[-2].startswith("[plot]") and lines[-1].startswith("[table]")
+    assert len(lines) == len(runs) + 3 and lines[-3].startswith("[plot]") and lines[-2].startswith("[table]")
+    assert lines[-1].startswith("[modes]") and "results.mode_table" in lines[-1]  # two modes: auto against them
     assert sum(line.startswith("[skip (log exists)]") for line in lines) == 1
     assert sum(line.startswith("[run]") for line in lines) == len(runs) - 1
     bench = [line for line in lines if "benchmark.py" in line]
