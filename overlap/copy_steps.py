@@ -7,9 +7,10 @@ this rank has landed. The GEMM runs on every SM.
 
     scatter      (all_scatter) for each band of tile rows: wait for its tiles, copy this rank's columns of
                  those rows into every peer's C; then the counts back to 0
-    reduce_rows  (gemm_reduce_scatter) for each band of tile rows that holds a peer's rows: wait, copy those
-                 rows of the partial into the owner's RECV slot of this rank; C = own rows + RECV's other
-                 slots is added on the main stream after the step's copies (the op's `post`)
+    reduce_rows  (gemm_reduce_scatter) for each band of tile rows that holds a peer's rows, in the order the
+                 GEMM finishes them (its rows rotated to start at rank + 1's: overlap.bands.reduce_rows_shift):
+                 wait, copy those rows of the partial into the owner's RECV slot of this rank; C = own rows +
+                 RECV's other slots is added on the main stream after the step's copies (the op's `post`)
     gather_a     (all_gather_gemm) this rank's rows of A into slot 0 of its own gathered A, then into each
                  peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them
@@ -24,7 +25,7 @@ from typing import Any
 import torch
 
 from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks
-from streamk_pgas.overlap.bands import row_bands
+from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
 
@@ -71,13 +72,15 @@ def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: in
 
 def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: int,
                     peers: Peers, world: int, wait: bool = True) -> list[Op]:
-    """gemm_reduce_scatter: each peer's rows of the partial (M x N) into that peer's recv[this rank]."""
+    """gemm_reduce_scatter: each peer's rows of the partial (M x N) into that peer's recv[this rank], band by band in
+    the order the GEMM finishes them (its row order rotated: overlap.bands.reduce_rows_shift)."""
     m, r = partial.shape[0], peers.rank
     a_rows = m // world
     n_rb = -(-m // blk_m)
     cut = row_bands("reduce_rows", n_rb, world)
     ops: list[Op] = []
-    for band, (lo, hi) in enumerate(cut):
+    for band in finish_order(cut, n_rb, reduce_rows_shift(m, blk_m, r, world)):
+        lo, hi = cut[band]
         r0, r1 = lo * blk_m, min(hi * blk_m, m)
         owners = [p for p in range(r0 // a_rows, (r1 - 1) // a_rows + 1) if p != r]
         if not owners:

@@ -21,6 +21,7 @@ from streamk_pgas import spec
 from streamk_pgas.iris_ops.context import DeviceContext, device_context
 from streamk_pgas.overlap.algorithms import AlgorithmRecord
 from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunk_cols, a_segment_cols
+from streamk_pgas.overlap.bands import reduce_rows_shift
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from streamk_pgas.overlap.config import OverlapConfig
@@ -146,9 +147,13 @@ class Parts:
         if counts:
             epilogue = store_and_count
         gemm_a = bufs.ag if alg.gathers_a else a  # all_gather_gemm multiplies the gathered A
+        # the copy engine's reduce_rows copies band by band as the GEMM finishes them: each rank starts elsewhere
+        shift = (reduce_rows_shift(gemm.plan.M, gemm.plan.BLK_M, self.rank, self.world)
+                 if counts and alg.copy_schedule == "reduce_rows" else 0)
         args = gemm.launch_args(gemm_a, b, bufs.gemm_out, tile_flags=bufs.counts if counts else bufs.ready,
                                 gemm_trace=bufs.traces()[0] if traced else None, epilogue=epilogue,
-                                heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world)
+                                heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world,
+                                row_shift=shift)
         del args["epoch"]  # the kernel reads the step's epoch from CTRL
         # the overlap kernel's GEMM keeps power-of-two tiles (its communication tiles divide them), no split-K
         tiling, schedule = unwrapped(args["TILING"]), unwrapped(args["SCHEDULE"])

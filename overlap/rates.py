@@ -15,10 +15,10 @@ COMM_RESERVES = (4, 8, 12, 16, 20, 24, 32, 48)  # SMs tried for communication in
 # copy_engine: peer copies by the copy engines (~395 GB/s one way between 2 H200s over NVLink, no SM), local
 # device-to-device copies, and the bands the schedule cuts a region into
 CE_PEER_GBS = 390.0
-# all_gather_gemm's copies of A's rows to the peers beside its GEMM at W > 2 (4 x H100 through NVSwitch, one copy
-# after another): 168 MiB in ~0.74 ms of the copy stream's 0.78 at 4096 x 8192 x 28672, the own 56 MiB aside
-# (results/logs/h100x4/diag-1087e00); W = 2 keeps CE_PEER_GBS
-CE_GATHER_GBS = 240.0
+# peer copies at W > 2 (4 x H100 through NVSwitch, one copy after another, each rank to a different peer at a time):
+# all_gather_gemm's 168 MiB of A's rows to its peers in ~0.74 ms of the copy stream's 0.78 at 4096 x 8192 x 28672,
+# the own 56 MiB aside (results/logs/h100x4/diag-1087e00); W = 2 keeps CE_PEER_GBS
+CE_SWITCH_GBS = 240.0
 CE_LOCAL_GBS = 1500.0
 CE_BANDS = BANDS
 CE_OP_US = 1.5  # the device's cost of one stream operation (a wait, a copy's start)

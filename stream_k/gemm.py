@@ -211,14 +211,15 @@ class StreamKGemm:
     def launch_args(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, *,
                     tile_flags: torch.Tensor | None = None, gemm_trace: torch.Tensor | None = None,
                     epilogue: Any = None, heap_bases: torch.Tensor | None = None, cur_rank: int = 0,
-                    world_size: int = 1, epoch: int | None = None) -> dict[str, Any]:
-        """streamk_program's arguments (except pid, num_programs) by name, for one launch; advances the epoch."""
+                    world_size: int = 1, epoch: int | None = None, row_shift: int = 0) -> dict[str, Any]:
+        """streamk_program's arguments (except pid, num_programs) by name, for one launch; advances the epoch.
+        `row_shift`: the tile order starts that many tile rows down (and wraps around)."""
         return self._args(a, b, c, tile_flags, gemm_trace, epilogue, heap_bases, cur_rank, world_size,
-                          self.next_epoch(epoch))
+                          self.next_epoch(epoch), row_shift)
 
     def _args(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile_flags: torch.Tensor | None,
               gemm_trace: torch.Tensor | None, epilogue: Any, heap_bases: torch.Tensor | None, cur_rank: int,
-              world_size: int, epoch: int) -> dict[str, Any]:
+              world_size: int, epoch: int, row_shift: int = 0) -> dict[str, Any]:
         self._check(a, b, c, tile_flags, gemm_trace)
         p, cfg = self.plan, self.config
         A, B, B1 = (self._descriptors(a, b) if cfg.tma else (a, b, None))
@@ -234,7 +235,8 @@ class StreamKGemm:
         return {
             "A": A, "B": B, "C": C, "WORK": Workspace(self.partials, self.locks),
             "TILE_FLAGS": tile_flags, "GEMM_TRACE": gemm_trace,
-            "SIZES": Sizes(p.M, p.N, p.K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)),
+            "SIZES": Sizes(p.M, p.N, p.K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                           row_shift % p.tiles_m),
             "sk_tiles": p.sk_tiles, "epoch": epoch, "CTX": ctx,
             "TILING": constexprs(Tiling, BLK_M=p.BLK_M, BLK_N=p.BLK_N, BLK_K=p.BLK_K, GSIZE_M=p.gsize_m,
                                  EVEN_K=p.even_k, BLK_N1=narrow, USE_TMA=cfg.tma,

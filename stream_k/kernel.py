@@ -10,7 +10,8 @@ The whole work of one GEMM program is the device function
         WORK,                                 # stream_k.kernel_args.Workspace: P [2 * SK_ROUNDS * num_programs,
                                               #   BLK_M, BLK_N] fp32 (int32 for int8), LOCKS [num_tiles] int32 (0)
         TILE_FLAGS, GEMM_TRACE,               # int32 [num_tiles] or None; int64 [num_tiles, 3] or None
-        SIZES,                                # stream_k.kernel_args.Sizes: M, N, K and the six strides
+        SIZES,                                # stream_k.kernel_args.Sizes: M, N, K, the six strides and row_shift
+                                              #   (the tile order's rows rotated by that many tile rows)
         sk_tiles,                             # from StreamKPlan (its SK rounds are computed in-kernel)
         epoch,                                # > every earlier launch's epoch on this workspace
         CTX,                                  # iris_ops.context.DeviceContext: heap bases, rank, world size (handed
@@ -86,7 +87,7 @@ import triton.language as tl
 from streamk_pgas.iris_ops.context import now, wait_or_record
 from streamk_pgas.iris_ops.device import ERR_A_ROWS, fence_proxy_async_global, wait_bulk_stores
 from streamk_pgas.iris_ops.env import interpreted
-from streamk_pgas.stream_k.tiles import tile_coords
+from streamk_pgas.stream_k.tiles import gemm_tile_coords
 
 _ERR_A_ROWS: tl.constexpr = tl.constexpr(ERR_A_ROWS)
 _INTERPRET: tl.constexpr = tl.constexpr(interpreted())
@@ -427,7 +428,7 @@ def _split_k_piece(pid, A, B, C, WORK, P_DESC, TILE_FLAGS, GEMM_TRACE, iters_per
     j = pid % SPLIT_K
     k_lo = j * iters_per_tile // SPLIT_K
     k_hi = (j + 1) * iters_per_tile // SPLIT_K
-    pid_m, pid_n = tile_coords(tile_id, SIZES.M, SIZES.N, BLK_M, BLK_N, TILING.GSIZE_M)
+    pid_m, pid_n = gemm_tile_coords(tile_id, SIZES, BLK_M, BLK_N, TILING.GSIZE_M)
     rm = pid_m * BLK_M + tl.arange(0, BLK_M)
     rn = pid_n * BLK_N + tl.arange(0, BLK_N)
     acc = _tile_k_blocks(tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE), A, B, rm, rn, pid_m, pid_n, k_lo, k_hi,
@@ -471,7 +472,7 @@ def _two_block_tile(tile_id, A, B, B1, C, TILE_FLAGS, GEMM_TRACE, t_begin, iters
     BLK_N0: tl.constexpr = BLK_N - BLK_N1
     M = SIZES.M
     N = SIZES.N
-    pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, TILING.GSIZE_M)
+    pid_m, pid_n = gemm_tile_coords(tile_id, SIZES, BLK_M, BLK_N, TILING.GSIZE_M)
     rm = pid_m * BLK_M + tl.arange(0, BLK_M)
     off_n = pid_n * BLK_N
     if A_WAIT is not None:
@@ -593,7 +594,7 @@ def streamk_program(pid, num_programs, A, B, C, WORK, TILE_FLAGS, GEMM_TRACE, SI
                 tile_id = dp_tiles + first_tile + ts
                 k_lo = tl.maximum(sk_start, ts * iters_per_tile) - ts * iters_per_tile
                 k_hi = tl.minimum(sk_end, ts * iters_per_tile + iters_per_tile) - ts * iters_per_tile
-            pid_m, pid_n = tile_coords(tile_id, M, N, BLK_M, BLK_N, TILING.GSIZE_M)
+            pid_m, pid_n = gemm_tile_coords(tile_id, SIZES, BLK_M, BLK_N, TILING.GSIZE_M)
             rm = pid_m * BLK_M + tl.arange(0, BLK_M)
             rn = pid_n * BLK_N + tl.arange(0, BLK_N)
             acc = tl.zeros((BLK_M, BLK_N), dtype=ACC_TYPE)

@@ -33,6 +33,7 @@ class Sizes(NamedTuple):
     stride_bn: int
     stride_cm: int
     stride_cn: int
+    row_shift: int = 0  # the tile order's rows rotated by this many tile rows (stream_k.tiles.gemm_tile_coords)
 
 
 class Workspace(NamedTuple):

@@ -21,6 +21,14 @@ def tile_coords(tile_id, M, N, BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M
     return first_m + local % group_m, local // group_m
 
 
+@triton.jit
+def gemm_tile_coords(tile_id, SIZES, BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.constexpr):
+    """(pid_m, pid_n) of a GEMM tile: the grouped order with its tile rows rotated by SIZES.row_shift, so that a
+    rank's GEMM may start at other rows than the first (every tile row still comes exactly once)."""
+    pid_m, pid_n = tile_coords(tile_id, SIZES.M, SIZES.N, BLK_M, BLK_N, GSIZE_M)
+    return (pid_m + SIZES.row_shift) % tl.cdiv(SIZES.M, BLK_M), pid_n
+
+
 def tile_coords_host(tile_id: int, tiles_m: int, tiles_n: int, gsize_m: int) -> tuple[int, int]:
     """(pid_m, pid_n) of a tile in the grouped order (host side; the same arithmetic as tile_coords)."""
     in_group = gsize_m * tiles_n

@@ -10,7 +10,7 @@ import itertools
 import pytest
 import torch
 
-from streamk_pgas.overlap.bands import row_bands
+from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands
 from streamk_pgas.overlap.communication.copy_engine import (
     Copy2D,
     CopySchedule,
@@ -113,6 +113,40 @@ def test_reduce_rows_sends_each_owner_its_rows_only() -> None:
     assert torch.equal(h.on(recv[0], 0), torch.zeros(20, N))
     waited = [op for op in ops if isinstance(op, WaitGeq)]
     assert len(waited) == sum(1 for lo, hi in cut if lo * blk_m < 20)
+
+
+def test_bands_in_the_order_a_rotated_gemm_finishes_them() -> None:
+    cut = [(0, 3), (3, 5), (5, 7), (7, 10)]
+    assert finish_order(cut, 10, 0) == [0, 1, 2, 3]
+    assert finish_order(cut, 10, 5) == [2, 3, 0, 1]
+    assert finish_order(cut, 10, 4) == [2, 3, 0, 1]  # band (3, 5) wraps past row block 4: its row block 3 comes last
+
+
+@pytest.mark.parametrize("m,blk_m,world", [(64, 4, 4), (96, 8, 4), (40, 4, 2), (48, 2, 8), (72, 8, 3)])
+def test_reduce_rows_ranks_copy_to_distinct_owners_at_every_moment(m: int, blk_m: int, world: int) -> None:
+    """With each rank's GEMM rotated to start at the next rank's rows, the k-th copy of every rank goes to a
+    different owner (no W - 1 senders into one rank's links), every peer gets its rows once, the own rows never."""
+
+    class Heap:  # addresses only: rank q's heap at q << 40, the same offset on every rank
+        def __init__(self, rank: int) -> None:
+            self.peers = Peers([q << 40 for q in range(world)], rank)
+
+    n_rb = -(-m // blk_m)
+    n = 4
+    partial = torch.zeros(m, n)
+    recv = torch.zeros(world, m // world, n)
+    counts = torch.zeros(2 * n_rb, dtype=torch.int32)
+    owners_by_rank = []
+    for rank in range(world):
+        ops = reduce_rows_ops(partial, recv, counts, 1, blk_m, Heap(rank).peers, world)
+        dests = [(op.dst - recv.data_ptr() + (rank << 40)) >> 40 for op in ops if isinstance(op, Copy2D)]
+        assert rank not in dests and sorted(set(dests)) == sorted(set(range(world)) - {rank})
+        shift = reduce_rows_shift(m, blk_m, rank, world)
+        assert shift * blk_m == ((rank + 1) % world) * (m // world) // blk_m * blk_m
+        owners_by_rank.append(dests)
+    if (m // world) % blk_m == 0:  # owners' rows fall on row-block boundaries: one owner per band
+        for k in range(len(owners_by_rank[0])):
+            assert len({dests[k] for dests in owners_by_rank}) == world, (k, owners_by_rank)
 
 
 @pytest.mark.parametrize("world", [1, 2, 3])

@@ -415,6 +415,34 @@ def test_pieces_arriving_in_any_order_give_the_same_bits():
     assert torch.equal(outs[0], outs[1])
 
 
+@triton.jit
+def _store_and_note_row(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
+    """Store the tile and note, per tile id, which tile row it was (row0 // BLK_M)."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
+    tl.store(TILE_FLAGS + tile_id, row0 // rm.shape[0])
+
+
+@pytest.mark.parametrize("schedule,shift", [("dp", 0), ("dp", 2), ("sk", 3), ("sk", 7)])
+def test_row_shift_rotates_the_tile_rows(schedule: str, shift: int):
+    """launch_args(row_shift=s): tile id t computes tile row (its row in the plain order + s) mod tiles_m, so the
+    GEMM starts s tile rows down and wraps around; every tile is still computed once and C is the product."""
+    from streamk_pgas.stream_k.tiles import tile_coords_host
+
+    name, M, N, K = "fp16", 80, 48, 40  # 5 x 3 tiles of 16 x 16
+    gemm = StreamKGemm.create(M, N, K, name, 4, config=_config(name), schedule=schedule, device=DEVICE)
+    p = gemm.plan
+    a, b = _inputs(name, M, N, K, seed=21)
+    c = _poisoned(gemm)
+    rows = torch.full((p.num_tiles,), -1, dtype=torch.int32, device=DEVICE)
+    args = gemm.launch_args(a, b, c, tile_flags=rows, epilogue=_store_and_note_row, row_shift=shift)
+    streamk_gemm_kernel[(p.num_programs,)](**args, **gemm.launch_options())
+    gemm.check_errors()
+    _check(name, a, b, c)
+    want = [(tile_coords_host(t, p.tiles_m, p.tiles_n, p.gsize_m)[0] + shift) % p.tiles_m for t in range(p.num_tiles)]
+    assert rows.cpu().tolist() == want
+
+
 def test_xcd_remap_covers_every_tile():
     # NUM_XCDS > 1 renumbers programs; with the DP schedule (no waits) it must still write every tile once.
     name, M, N, K = "fp16", 37, 45, 50

@@ -19,10 +19,10 @@ from streamk_pgas.overlap.parts import Parts
 from streamk_pgas.overlap.rates import (
     CE_BANDS,
     CE_FIXED_MS,
-    CE_GATHER_GBS,
     CE_LOCAL_GBS,
     CE_OP_US,
     CE_PEER_GBS,
+    CE_SWITCH_GBS,
     LOCAL_GBS,
     sync_ms,
 )
@@ -67,12 +67,10 @@ class CopyEngine(ModeSteps):
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
         remote, local = p.bytes_moved()
-        peer = CE_PEER_GBS * 1e6
+        peer = (CE_PEER_GBS if p.world_size <= 2 else CE_SWITCH_GBS) * 1e6
         ops = CE_OP_US / 1e3 * CE_BANDS * max(1, p.world_size - 1)
         if p.spec.family.a == "rows":  # slot j of A arrives after the own copy and j peer shards
             w = p.world_size
-            if w > 2:
-                peer = CE_GATHER_GBS * 1e6
             t = local / (CE_LOCAL_GBS * 1e6) / CE_BANDS  # the first chunk of the own rows
             ready = local / (CE_LOCAL_GBS * 1e6)
             for j in range(1, w):
