@@ -10,7 +10,8 @@ this rank has landed. The GEMM runs on every SM.
     reduce_rows  (gemm_reduce_scatter) for each band of tile rows that holds a peer's rows, in the order the
                  GEMM finishes them (its rows rotated to start at rank + 1's: overlap.bands.reduce_rows_shift):
                  wait, copy those rows of the partial into the owner's RECV slot of this rank; C = own rows +
-                 RECV's other slots is added on the main stream after the step's copies (the op's `post`)
+                 RECV's other slots, summed in rank order on the main stream after the step's copies (the op's
+                 `post`: one kernel, sum_slots_kernel)
     gather_a     (all_gather_gemm) this rank's rows of A into slot 0 of its own gathered A, then into each
                  peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them
@@ -27,7 +28,17 @@ import torch
 from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks
 from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands
 from streamk_pgas.overlap.buffers import OpBuffers
-from streamk_pgas.overlap.communication.copy_engine import Copy2D, Launch, Op, WaitGeq, Zero32, bands, rows_copy
+from streamk_pgas.overlap.communication.copy_engine import (
+    Copy2D,
+    Launch,
+    Op,
+    WaitGeq,
+    Zero32,
+    bands,
+    rows_copy,
+    sum_slots_kernel,
+)
+from streamk_pgas.stream_k.launch import BoundLaunch
 
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A
 
@@ -138,18 +149,17 @@ def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[i
     return [*ops, Launch(finish)]
 
 
-def reduce_rows_post(c: torch.Tensor, partial: torch.Tensor, recv: torch.Tensor, rank: int, world: int) -> Any:
-    """The main stream's part of reduce_rows, after the step's copies: C = own rows + every other slot."""
-    a_rows = c.shape[0]
+SUM_BLOCK = (8, 256)  # rows x columns of one program of the sum after the copies (4 KiB of bf16 a slot)
+
+
+def reduce_rows_post(c: torch.Tensor, partial: torch.Tensor, recv: torch.Tensor, rank: int, world: int) -> BoundLaunch:
+    """The main stream's part of reduce_rows, after the step's copies: C = the rank-order sum of this rank's rows of
+    the partial and every other rank's slot of RECV, in one kernel (sum_slots_kernel)."""
+    a_rows, n = c.shape
     own = partial[rank * a_rows:(rank + 1) * a_rows]
-    others = [recv[s] for s in range(world) if s != rank]
-
-    def add() -> None:
-        if not others:  # world 1: no peer sent rows
-            c.copy_(own)
-            return
-        torch.add(own, others[0], out=c)
-        for extra in others[1:]:
-            c.add_(extra)
-
-    return add
+    assert c.stride(1) == own.stride(1) == recv.stride(2) == 1 and own.shape == c.shape == recv.shape[1:]
+    bm, bn = SUM_BLOCK
+    args = {"C": c, "OWN": own, "RECV": recv, "rows": a_rows, "n": n, "stride_c": c.stride(0),
+            "stride_own": own.stride(0), "stride_slot": recv.stride(0), "stride_recv": recv.stride(1), "rank": rank,
+            "WORLD": world, "BLOCK_M": bm, "BLOCK_N": bn}
+    return BoundLaunch(sum_slots_kernel, -(-a_rows // bm) * -(-n // bn), args, {"num_warps": 4})

@@ -57,9 +57,9 @@ class StepLaunches:
         return [*self.pre, *side, *main] if self.side_first else [*self.pre, *main, *side]
 
     def kernels(self) -> list[BoundLaunch]:
-        """The Triton kernel launches of the step, those inside a copy schedule included."""
+        """The Triton kernel launches of the step, those inside a copy schedule and the post actions' included."""
         out: list[BoundLaunch] = []
-        for x in self.launches():
+        for x in [*self.launches(), *self.post]:
             out.extend(x.launches if hasattr(x, "launches") else [x] if isinstance(x, BoundLaunch) else [])
         return out
 

@@ -164,6 +164,26 @@ def test_reduce_rows_post_adds_every_other_slot(world: int) -> None:
     assert torch.equal(c, want)
 
 
+def test_reduce_rows_post_sums_in_rank_order_in_fp32() -> None:
+    """Half-precision slots summed as the SM modes sum them (comm_loop.rank_order_sum): from slot 0, in rank order,
+    in fp32, rounded once (fp16 here: the CPU interpreter truncates to bf16 where a GPU rounds); a strided partial and
+    a ragged block edge."""
+    world, rank, rows, n = 4, 2, 11, 300
+    partial = torch.randn(world * rows, n + 20).to(torch.float16)[:, :n]
+    recv = (torch.randn(world, rows, n) * 100).to(torch.float16)
+    c = torch.full((rows, n), float("nan"), dtype=torch.float16)
+    reduce_rows_post(c, partial, recv, rank, world)()
+    slots = [partial[rank * rows:(rank + 1) * rows] if s == rank else recv[s] for s in range(world)]
+    acc = slots[0].float()
+    for x in slots[1:]:
+        acc = acc + x.float()
+    assert torch.equal(c, acc.to(torch.float16))
+    sequential = slots[0].clone()
+    for x in slots[1:]:
+        sequential += x  # a sum rounded at every add differs: the check above sees the difference
+    assert not torch.equal(c, sequential)
+
+
 def test_gather_a_fills_every_slot_and_its_ready_words() -> None:
     M, K, blk_m, world, rank = 24, 40, 8, 2, 0
     h = TwoHeaps(1 << 16)

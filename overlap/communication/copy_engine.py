@@ -47,6 +47,32 @@ def store_and_count(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, T
     tl.atomic_add(TILE_FLAGS + word, 1, sem="release", scope="sys")
 
 
+@triton.jit
+def sum_slots_kernel(C, OWN, RECV, rows, n, stride_c, stride_own, stride_slot, stride_recv, rank,
+                     WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """C = the sum over ranks s, in rank order, of slot s: OWN (this rank's rows of its partial) for s = rank,
+    RECV[s] (rank s's rows, copied here) otherwise; accumulated in fp32 (int32 for integer data) from slot 0, as the
+    SM modes' rank-order sum (comm_loop.rank_order_sum) does, so every mode gives the same bits. One pass: W reads
+    and one write of a rows x n block."""
+    pid = tl.program_id(0)
+    tiles_n = tl.cdiv(n, BLOCK_N)
+    rm = (pid // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = (pid % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rm[:, None] < rows) & (rn[None, :] < n)
+    acc_type = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_type)
+    for s in tl.static_range(WORLD):
+        if s == rank:
+            x = tl.load(OWN + rm[:, None] * stride_own + rn[None, :], mask=mask, other=0)
+        else:
+            x = tl.load(RECV + s * stride_slot + rm[:, None] * stride_recv + rn[None, :], mask=mask, other=0)
+        if s == 0:
+            acc = x.to(acc_type)
+        else:
+            acc += x.to(acc_type)
+    tl.store(C + rm[:, None] * stride_c + rn[None, :], acc.to(C.dtype.element_ty), mask=mask)
+
+
 # ---- the operations of a schedule ---------------------------------------------------------------------
 
 

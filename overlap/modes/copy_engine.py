@@ -79,5 +79,6 @@ class CopyEngine(ModeSteps):
             return t + g / w + ops + CE_FIXED_MS + sync_ms(p)
         # scatter / reduce_rows: bands follow the GEMM's rows; the last band's copy is not hidden
         tail = remote / peer / CE_BANDS
-        add = 3 * local / (LOCAL_GBS * 1e6) if p.spec.family.output == "rows" else 0.0
+        # gemm_reduce_scatter's sum after the copies: W slots read, its rows written (copy_steps.reduce_rows_post)
+        add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6) if p.spec.family.output == "rows" else 0.0
         return max(g, remote / peer) + tail + add + ops + CE_FIXED_MS + sync_ms(p)
