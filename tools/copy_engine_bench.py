@@ -10,12 +10,15 @@ Rank 0 times, with CUDA events on one stream (median of --iters, each after a dr
     peer_banded    peer_1d cut into 8 copies, each behind a satisfied WaitGeq (the schedule's shape)
     peer_pull_1d   one Copy2D of --mb MB from rank 1's heap into rank 0's (the copy engine reads the peer)
     local_1d       one Copy2D within rank 0's heap
+    peer_split2/4  peer_1d cut into 2 / 4 copies side by side, one stream each (do more copy engines to one peer
+                   move more?)
 with 3 or more ranks, rank 0 alone (GB/s over all the bytes it moves):
     peers_serial   --mb MB into every peer, one copy after another on one stream
     peers_lanes    the same copies side by side, one stream each (forked and joined with events)
 and every rank at once (each times its own copies; rank 0's figure is reported):
     ring_push      every rank --mb MB into rank - 1 (all_gather_gemm's slot 1: every link of a ring busy)
     ring_pull      every rank --mb MB from rank + 1
+    ring_push_split2  ring_push with each copy cut into 2 side by side
 and the host's cost of queueing one operation (microseconds per call, the device kept busy by a spin):
     host_wait_us, host_copy_us, host_graph_us (a CUDA graph replay of 16 of them).
 Other ranks meet the barriers (and copy in the ring cases). NVIDIA GPUs only.
@@ -69,20 +72,27 @@ def main(argv: list[str] | None = None) -> int:
         "peer_pull_1d": ([[one(d, peer(src))]], False),
         "local_1d": ([[one(d, s)]], False),
     }
+
+    def split(to: int, frm: int, parts: int) -> list[list]:  # one copy cut into `parts` lanes, side by side
+        size = nbytes // parts
+        return [[Copy2D(to + i * size, size, frm + i * size, size, size, 1)] for i in range(parts)]
+
+    cases["peer_split2"] = (split(pd, s, 2), False)
+    cases["peer_split4"] = (split(pd, s, 4), False)
     if world >= 3:
         to_each = [one(peer(dst, q), s) for q in range(1, world)]
         cases["peers_serial"] = ([to_each], False)
         cases["peers_lanes"] = ([[x] for x in to_each], False)
         cases["ring_push"] = ([[one(peer(dst, (rank - 1) % world), s)]], True)
         cases["ring_pull"] = ([[one(d, peer(src, (rank + 1) % world))]], True)
+        cases["ring_push_split2"] = (split(peer(dst, (rank - 1) % world), s, 2), True)
     engine = CudaEngine()
-    streams = [torch.cuda.Stream(dev) for _ in range(max(1, world - 1))]
+    streams = [torch.cuda.Stream(dev) for _ in range(max(4, world - 1))]
     out: dict[str, object] = {"bytes": nbytes, "world": world, "device": torch.cuda.get_device_name(dev),
                               "torch": torch.__version__}
     for name, (lanes, everyone) in cases.items():
         scheds = [CopySchedule(ops, engine) for ops in lanes]
-        moved = nbytes * sum(1 for ops in lanes for op in ops if isinstance(op, Copy2D)) // (8 if "banded" in name
-                                                                                               else 1)
+        moved = sum(op.width * op.rows for ops in lanes for op in ops if isinstance(op, Copy2D))
         times = []
         for _ in range(args.iters + 3):
             shmem.barrier()
