@@ -51,9 +51,9 @@ def store_and_count(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, T
 def sum_slots_kernel(C, OWN, RECV, rows, n, stride_c, stride_own, stride_slot, stride_recv, rank,
                      WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """C = the sum over ranks s, in rank order, of slot s: OWN (this rank's rows of its partial) for s = rank,
-    RECV[s] (rank s's rows, copied here) otherwise; accumulated in fp32 (int32 for integer data) from slot 0, as the
-    SM modes' rank-order sum (comm_loop.rank_order_sum) does, so every mode gives the same bits. One pass: W reads
-    and one write of a rows x n block."""
+    RECV[s] (rank s's rows, copied here) otherwise; accumulated in fp32 (int32 for integer data) from slot 0 and
+    rounded once, the arithmetic of the SM modes' rank-order sum (comm_loop.rank_order_sum): from the same partials,
+    the same bits. One pass: W reads and one write of a rows x n block."""
     pid = tl.program_id(0)
     tiles_n = tl.cdiv(n, BLOCK_N)
     rm = (pid // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
