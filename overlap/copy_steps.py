@@ -14,7 +14,9 @@ this rank has landed. The GEMM runs on every SM.
                  `post`: one kernel, sum_slots_kernel)
     gather_a     (all_gather_gemm) this rank's rows of A into slot 0 of its own gathered A, then into each
                  peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
-                 (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them
+                 (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them.
+                 With STREAMK_PGAS_CE_PULL=1 (an experiment) each rank instead copies its own rows into its
+                 slot 0 before the step's start and pulls slot j from rank + j's slot 0, its ready words here
 
 Bands: overlap.bands (how many per copy region, and why).
 """
@@ -25,6 +27,7 @@ from typing import Any
 
 import torch
 
+from streamk_pgas.iris_ops.env import flag_from_env
 from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks
 from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands
 from streamk_pgas.overlap.buffers import OpBuffers
@@ -41,6 +44,13 @@ from streamk_pgas.overlap.communication.copy_engine import (
 from streamk_pgas.stream_k.launch import BoundLaunch
 
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A
+CE_PULL_ENV = "STREAMK_PGAS_CE_PULL"  # 1: all_gather_gemm's copy engines pull A's rows (0, the default: push)
+
+
+def ce_pulls_a() -> bool:
+    """Whether all_gather_gemm's copy_engine mode pulls the peers' rows of A instead of pushing its own (an
+    experiment: STREAMK_PGAS_CE_PULL=1); a bad value raises iris_ops.errors.ConfigError naming it."""
+    return flag_from_env(CE_PULL_ENV, False)
 
 
 class Peers:
@@ -107,28 +117,64 @@ def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Ten
     return ops
 
 
+def _gather_chunks(m: int, world: int, blk_m: int, slot: int) -> list[tuple[int, int, int, int]]:
+    """(first row, end row, first row block, end row block) of each chunk of slot `slot` of the gathered A."""
+    a_rows = m // world
+    lo_row, hi_row = slot * a_rows, (slot + 1) * a_rows
+    rb_lo, rb_hi = lo_row // blk_m, (hi_row - 1) // blk_m + 1
+    out = []
+    for c0, c1 in bands(rb_hi - rb_lo, GATHER_CHUNKS):
+        rb_a, rb_b = rb_lo + c0, rb_lo + c1
+        out.append((max(rb_a * blk_m, lo_row), min(rb_b * blk_m, hi_row), rb_a, rb_b))
+    return out
+
+
+def _ready_words(a_ready: torch.Tensor, fill: torch.Tensor, slot: int, rb_a: int, rb_b: int, n_rb: int, n_kc: int,
+                 peers: Peers, on: int) -> Copy2D:
+    """The A_READY words of a chunk (every chunk of columns of its row blocks) on rank `on`, from FILL."""
+    words = a_ready[(slot * n_rb + rb_a) * n_kc:(slot * n_rb + rb_b) * n_kc]
+    nbytes = 4 * words.numel()
+    return Copy2D(peers.addr(words, on), nbytes, fill.data_ptr(), nbytes, nbytes, 1)
+
+
 def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
                  peers: Peers, world: int) -> list[Op]:
     """all_gather_gemm: this rank's rows `a` (M/W x K) into slot j of rank (rank - j)'s gathered A, in the order the
     GEMM reads the slots (slot 0, the own copy, first), chunk by chunk, each chunk followed by its A_READY words
     (every chunk of columns of its row blocks: overlap.algorithms.all_gather_gemm; copied from FILL)."""
     m = ag.shape[0]
-    a_rows = m // world
-    n_rb = -(-m // blk_m)
-    n_kc = a_chunks(a.shape[1])
+    a_rows, n_rb, n_kc = m // world, -(-m // blk_m), a_chunks(a.shape[1])
     ops: list[Op] = []
     for slot in range(world):
         dest = (peers.rank + world - slot) % world
-        lo_row, hi_row = slot * a_rows, (slot + 1) * a_rows
-        rb_lo, rb_hi = lo_row // blk_m, (hi_row - 1) // blk_m + 1
-        for c0, c1 in bands(rb_hi - rb_lo, GATHER_CHUNKS):
-            rb_a, rb_b = rb_lo + c0, rb_lo + c1
-            r0, r1 = max(rb_a * blk_m, lo_row), min(rb_b * blk_m, hi_row)
+        for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot):
             dst = ag[r0:r1]
-            ops.append(rows_copy(dst, a[r0 - lo_row:r1 - lo_row], peers.addr(dst, dest)))
-            words = a_ready[(slot * n_rb + rb_a) * n_kc:(slot * n_rb + rb_b) * n_kc]
-            ops.append(Copy2D(peers.addr(words, dest), 4 * words.numel(), fill.data_ptr(), 4 * words.numel(),
-                              4 * words.numel(), 1))
+            ops.append(rows_copy(dst, a[r0 - slot * a_rows:r1 - slot * a_rows], peers.addr(dst, dest)))
+            ops.append(_ready_words(a_ready, fill, slot, rb_a, rb_b, n_rb, n_kc, peers, dest))
+    return ops
+
+
+def gather_own_rows(a: torch.Tensor, ag: torch.Tensor, world: int) -> list[Op]:
+    """all_gather_gemm pulled (ce_pulls_a): this rank's rows into slot 0 of its own gathered A, queued before the
+    step's start, whose arrival then tells every peer that they are there to be pulled."""
+    return [rows_copy(ag[:ag.shape[0] // world], a)]
+
+
+def gather_a_pull_ops(ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, k: int, blk_m: int, peers: Peers,
+                      world: int) -> list[Op]:
+    """all_gather_gemm pulled (ce_pulls_a): slot j of this rank's gathered A from slot 0 of rank (rank + j)'s (its own
+    rows, there since its step started: gather_own_rows), in the order the GEMM reads the slots, chunk by chunk,
+    each chunk followed by its A_READY words here (slot 0's first: its rows are there already)."""
+    m = ag.shape[0]
+    a_rows, n_rb, n_kc = m // world, -(-m // blk_m), a_chunks(k)
+    ops: list[Op] = []
+    for slot in range(world):
+        src_rank = (peers.rank + slot) % world
+        for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot):
+            if slot:
+                src = ag[r0 - slot * a_rows:r1 - slot * a_rows]
+                ops.append(rows_copy(ag[r0:r1], src, src_addr=peers.addr(src, src_rank)))
+            ops.append(_ready_words(a_ready, fill, slot, rb_a, rb_b, n_rb, n_kc, peers, peers.rank))
     return ops
 
 
@@ -143,10 +189,22 @@ def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[i
     elif kind == "reduce_rows":
         assert bufs.partial is not None and bufs.recv is not None and bufs.counts is not None
         ops = reduce_rows_ops(bufs.partial, bufs.recv, bufs.counts, bufs.tiles_per_row, blk_m, peers, world, wait)
+    elif ce_pulls_a():
+        assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
+        ops = gather_a_pull_ops(bufs.ag, bufs.a_ready, bufs.fill, a.shape[1], blk_m, peers, world)
     else:
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
         ops = gather_a_ops(a, bufs.ag, bufs.a_ready, bufs.fill, blk_m, peers, world)
     return [*ops, Launch(finish)]
+
+
+def schedule_pre_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, world: int) -> list[Op]:
+    """What the schedule needs queued on the main stream before the step's start (ce_start): all_gather_gemm's own
+    rows into its gathered A where the peers pull them (ce_pulls_a); nothing otherwise."""
+    if kind == "gather_a" and ce_pulls_a():
+        assert bufs.ag is not None
+        return gather_own_rows(a, bufs.ag, world)
+    return []
 
 
 SUM_BLOCK = (8, 256)  # rows x columns of one program of the sum after the copies (4 KiB of bf16 a slot)

@@ -25,7 +25,7 @@ from streamk_pgas.overlap.bands import reduce_rows_shift
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from streamk_pgas.overlap.config import OverlapConfig
-from streamk_pgas.overlap.copy_steps import reduce_rows_post, schedule_ops
+from streamk_pgas.overlap.copy_steps import reduce_rows_post, schedule_ops, schedule_pre_ops
 from streamk_pgas.overlap.kernel_args import Gather, Move, MoveFlags, Step, StepFlags, constexprs
 from streamk_pgas.overlap.kernels import (
     announce_kernel,
@@ -229,6 +229,16 @@ class Parts:
         ops = schedule_ops(self.alg.copy_schedule, self.bufs, a, self.heap_bases.tolist(), self.rank, self.world,
                            self.cfg.kernel.BLK_M, finish, wait)
         return CopySchedule(ops, self._engine)
+
+    def copy_pre(self, a: torch.Tensor) -> list[CopySchedule]:
+        """The copies the schedule needs on the main stream before the step's start (copy_steps.schedule_pre_ops)."""
+        assert self.alg.copy_schedule is not None
+        ops = schedule_pre_ops(self.alg.copy_schedule, self.bufs, a, self.world)
+        if not ops:
+            return []
+        if self._engine is None:
+            self._engine = make_engine(self.device.type == "cuda", self.cfg.timeout_s)
+        return [CopySchedule(ops, self._engine)]
 
     def compaction(self) -> Callable[[], Any]:
         """all_scatter's wide C: each rank's padded column block of the heap buffer -> the contiguous C."""

@@ -21,7 +21,15 @@ from streamk_pgas.overlap.communication.copy_engine import (
     bands,
     rows_copy,
 )
-from streamk_pgas.overlap.copy_steps import Peers, gather_a_ops, reduce_rows_ops, reduce_rows_post, scatter_ops
+from streamk_pgas.overlap.copy_steps import (
+    Peers,
+    gather_a_ops,
+    gather_a_pull_ops,
+    gather_own_rows,
+    reduce_rows_ops,
+    reduce_rows_post,
+    scatter_ops,
+)
 
 
 def test_bands_cover_every_row_once() -> None:
@@ -199,6 +207,26 @@ def test_gather_a_fills_every_slot_and_its_ready_words() -> None:
     # slot 0 covers row blocks 0, 1 (rows 0-11); slot 1 row blocks 1, 2 (rows 12-23)
     assert a_ready.tolist() == [5, 5, 0, 0, 0, 0]
     assert h.on(a_ready.view(1, -1), 1)[0].tolist() == [0, 0, 0, 0, 5, 5]
+
+
+def test_gather_a_pulled_fills_every_slot_and_its_ready_words_here() -> None:
+    """STREAMK_PGAS_CE_PULL=1's schedule: the own rows into slot 0 (before the step's start), then slot 1 pulled from
+    the peer's slot 0, every ready word written on this rank only."""
+    M, K, blk_m, world, rank = 24, 40, 8, 2, 0
+    h = TwoHeaps(1 << 16)
+    a = torch.randn(M // world, K)
+    ag = h.tensor(M, K, torch.float32, stride=64)
+    peer_rows = torch.randn(M // world, K)
+    h.on(ag, 1)[:12].copy_(peer_rows)  # rank 1's own rows, in its slot 0 since its step started
+    n_rb = M // blk_m
+    a_ready = h.tensor(1, world * n_rb, torch.int32)[0]
+    fill = torch.full((n_rb,), 5, dtype=torch.int32)
+    run(gather_own_rows(a, ag, world))
+    run(gather_a_pull_ops(ag, a_ready, fill, K, blk_m, h.peers(rank), world))
+    assert torch.equal(ag[:12], a) and torch.equal(ag[12:], peer_rows)
+    assert a_ready.tolist() == [5, 5, 0, 0, 5, 5]  # slot 0: row blocks 0, 1; slot 1: row blocks 1, 2
+    assert h.on(a_ready.view(1, -1), 1)[0].tolist() == [0] * 6  # nothing written on the peer
+    assert torch.equal(h.on(ag, 1)[12:], torch.zeros(12, K))
 
 
 def test_host_wait_gives_up_with_an_error() -> None:

@@ -82,6 +82,19 @@ def test_all_gather_gemm_in_chunks_of_columns(k: int, chunks: int, segments: int
 
 
 @pytest.mark.slow
+def test_all_gather_gemm_copy_engine_pulled(tmp_path: Path) -> None:
+    """STREAMK_PGAS_CE_PULL=1: each rank copies its own rows into its slot 0 before the step's start and pulls the
+    others' from the peers' slot 0; at 4 ranks, row blocks straddling ranks' rows, several chunks of columns, new
+    inputs picked up at the next step."""
+    skip_unless_ranks(4)
+    steps = 200 if on_gpu() else 2
+    result = run_mpi(4, SCRIPT, "--steps", str(steps), "--poison_between", "--algorithms", "all_gather_gemm",
+                     "--modes", "copy_engine", "--k", "2100", timeout=600,
+                     env={**shm_env(tmp_path / "shm"), "STREAMK_PGAS_CE_PULL": "1"})
+    check_output(result.stdout, 4, steps, ("all_gather_gemm",), ("copy_engine",))
+
+
+@pytest.mark.slow
 def test_rotating_inputs_c_read_between_steps_and_graph_replays() -> None:
     """Both algorithms in every mode at 4 ranks: steps on three user input pairs in rotation with a row of C read
     after each, every row right; on GPUs 200 steps, then 200 replays of a captured step (inputs copied into the

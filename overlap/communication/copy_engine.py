@@ -106,13 +106,14 @@ class Launch:
 Op = WaitGeq | Copy2D | Zero32 | Launch
 
 
-def rows_copy(dst: Any, src: Any, dst_addr: int | None = None) -> Copy2D:
-    """A Copy2D of the 2-D tensor view `src` into `dst` (same shape, unit column stride); `dst_addr` replaces
-    dst's address (the same buffer on a peer's heap)."""
+def rows_copy(dst: Any, src: Any, dst_addr: int | None = None, src_addr: int | None = None) -> Copy2D:
+    """A Copy2D of the 2-D tensor view `src` into `dst` (same shape, unit column stride); `dst_addr` / `src_addr`
+    replace dst's / src's address (the same buffer on a peer's heap: a push / a pull)."""
     assert tuple(dst.shape) == tuple(src.shape) and dst.stride(1) == 1 and src.stride(1) == 1
     elem = src.element_size()
-    return Copy2D(dst.data_ptr() if dst_addr is None else dst_addr, dst.stride(0) * elem, src.data_ptr(),
-                  src.stride(0) * elem, src.shape[1] * elem, src.shape[0])
+    return Copy2D(dst.data_ptr() if dst_addr is None else dst_addr, dst.stride(0) * elem,
+                  src.data_ptr() if src_addr is None else src_addr, src.stride(0) * elem, src.shape[1] * elem,
+                  src.shape[0])
 
 
 # ---- engines: who carries the operations out -------------------------------------------------------------

@@ -41,8 +41,8 @@ class CopyEngine(ModeSteps):
         gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a,
                              a_segments=False)
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
-        step = StepLaunches("step", pre=[parts.ce_start()], main=[("gemm", [gemm])], side=schedule, side_name="copy",
-                    side_first=alg.gathers_a, post_name="add")
+        step = StepLaunches("step", pre=[*parts.copy_pre(a), parts.ce_start()], main=[("gemm", [gemm])],
+                            side=schedule, side_name="copy", side_first=alg.gathers_a, post_name="add")
         if alg.copy_schedule == "reduce_rows":
             step.post = [parts.reduce_rows_post()]
         return step
@@ -50,7 +50,7 @@ class CopyEngine(ModeSteps):
     def comm_alone(self, parts: Parts, a: torch.Tensor) -> StepLaunches:
         """The copies and the protocol, nothing waited for."""
         schedule = parts.copy_schedule(a, parts.ce_finish(1), wait=False)
-        return StepLaunches("comm_alone", pre=[parts.ce_start()], main=[("comm_alone", [schedule])])
+        return StepLaunches("comm_alone", pre=[*parts.copy_pre(a), parts.ce_start()], main=[("comm_alone", [schedule])])
 
     def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
         if cfg.gemm_sms != cfg.total_sms:
