@@ -15,8 +15,9 @@ cell:
   missed/false  slow but not warned; warned but not slow
   predicted     the planner's step time for each mode measured (milliseconds), beside the measured `modes`
 The summary line counts the cells with auto within, and the missed and false notes, per algorithm. Writes
-modes.csv and modes.md into --out (default: the first folder); --latest keeps each cell's newest call only. Logs
-of a device the planner has no target for (spec.KNOWN_TARGETS) or of one rank are left out, and counted.
+modes.csv and modes.md into --out (default: the first folder); --latest keeps each cell's newest call only, --world
+one world size. Logs of a device the planner has no target for (spec.KNOWN_TARGETS) or of one rank are left out,
+and counted.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ def build_parser() -> OneLineParser:
     ap.add_argument("paths", nargs="+", help="folders (or files) of benchmark.py run logs")
     ap.add_argument("--out", default=None, help="folder for modes.csv and modes.md (default: the first path)")
     ap.add_argument("--latest", action="store_true", help="per cell, the newest call's modes only")
+    ap.add_argument("--world", type=int, default=None, help="only the cells of this world size")
     ap.add_argument("--within", type=float, default=0.05, help="auto's allowed gap to the best mode (0.05: 5%%)")
     return ap
 
@@ -157,7 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     if out.is_file():
         print(f"mode_table.py: error: --out: {out} is a file, give a folder", file=sys.stderr)
         return 2
-    table, left_out = check_cells(measured_modes(args.paths), args.within)
+    measured = measured_modes(args.paths)
+    if args.world is not None:
+        measured = measured[measured["world_size"] == args.world]
+    table, left_out = check_cells(measured, args.within)
     if table.empty:
         print(f"mode_table.py: no cell with two validated modes under {', '.join(args.paths)} ({left_out})",
               file=sys.stderr)

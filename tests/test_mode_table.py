@@ -73,6 +73,8 @@ def test_cells_are_per_call_and_latest_keeps_the_newest(tmp_path: Path, monkeypa
     latest = latest_calls(table)
     assert len(latest) == 1 and latest.iloc[0]["best"] == "two_streams"
     assert math.isclose(latest.iloc[0]["auto_gap"], 0.25)
+    assert main([str(old), str(new), "--latest", "--world", "4", "--out", str(tmp_path / "out")]) == 0
+    assert main([str(new), "--world", "2", "--out", str(tmp_path / "out")]) == 1  # no cell of 2 ranks
 
 
 def test_replays_the_real_planner_and_writes_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
