@@ -10,7 +10,11 @@ from streamk_pgas.overlap.bands import BANDS
 from streamk_pgas.overlap.candidates import Problem
 
 LOCAL_GBS = 3000.0  # device memory, for the share of the communication that stays on this rank
-STEP_US = {"sync": 6.0, "launch": 3.0, "two_streams": 5.0}  # peer barrier; a second kernel; the stream fork
+# peer barrier; a second kernel; the stream fork; the hand-off between the GEMM's programs and the communication
+# programs that follow each other's flags (fused, two_streams; fused_sequential's programs move their own tiles):
+# fused's step over fused_sequential's where there is nothing to overlap, M = 128 at W = 4, 6.6-7.4 us for
+# all_reduce, one_shot and gemm_reduce_scatter (results/logs/h100x4)
+STEP_US = {"sync": 6.0, "launch": 3.0, "two_streams": 5.0, "handoff": 6.0}
 COMM_RESERVES = (4, 8, 12, 16, 20, 24, 32, 48)  # SMs tried for communication in the modes that split the SMs
 # copy_engine: peer copies by the copy engines (~395 GB/s one way between 2 H200s over NVLink, no SM), local
 # device-to-device copies, and the bands the schedule cuts a region into

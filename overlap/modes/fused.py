@@ -44,7 +44,7 @@ def overlapped_cost(p: Problem, c: Candidate, g: float, fused: bool) -> float:
     """fused / two_streams: communication programs follow the GEMM's tiles; GEMM programs join when done."""
     remote, _ = p.bytes_moved()
     T, G = c.total_sms, c.gemm_sms
-    extra = 0.0 if fused else STEP_US["two_streams"] / 1e3
+    extra = (0.0 if fused else STEP_US["two_streams"] / 1e3) + STEP_US["handoff"] / 1e3
     base = local_ms(p) + sync_ms(p) + extra
     if p.spec.family.a == "rows":  # the other way round: the GEMM waits for the rows the programs push
         # Each GEMM program's Stream-K range spans every slot of A, so most programs wait for the last slots: the
