@@ -19,6 +19,8 @@ and every rank at once (each times its own copies; rank 0's figure is reported):
     ring_push      every rank --mb MB into rank - 1 (all_gather_gemm's slot 1: every link of a ring busy)
     ring_pull      every rank --mb MB from rank + 1
     ring_push_split2  ring_push with each copy cut into 2 side by side
+and peer_1d, peer_pull_1d, ring_push, ring_pull again as *_gemm, with a --gemm^3 bf16 torch.matmul on another
+stream of every copying rank meanwhile (the copy_engine mode's copies run beside its GEMM);
 and the host's cost of queueing one operation (microseconds per call, the device kept busy by a spin):
     host_wait_us, host_copy_us, host_graph_us (a CUDA graph replay of 16 of them).
 Other ranks meet the barriers (and copy in the ring cases). NVIDIA GPUs only.
@@ -32,6 +34,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -41,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mb", type=float, default=20.0)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--output_file", type=Path, default=None)
+    p.add_argument("--gemm", type=int, default=8192, help="N of the N^3 bf16 GEMM beside the *_gemm cases")
     args = p.parse_args(argv)
     from streamk_pgas import iris_ops
     from streamk_pgas.overlap.communication.copy_engine import Copy2D, CopySchedule, CudaEngine, WaitGeq
@@ -86,6 +90,18 @@ def main(argv: list[str] | None = None) -> int:
         cases["ring_push"] = ([[one(peer(dst, (rank - 1) % world), s)]], True)
         cases["ring_pull"] = ([[one(d, peer(src, (rank + 1) % world))]], True)
         cases["ring_push_split2"] = (split(peer(dst, (rank - 1) % world), s, 2), True)
+    # the same copies while a GEMM holds the SMs and memory (what the copy_engine mode sees)
+    beside = {f"{name}_gemm": name for name in ("peer_1d", "peer_pull_1d", "ring_push", "ring_pull") if name in cases}
+    cases.update({name: cases[plain] for name, plain in beside.items()})
+    g = args.gemm
+    ga, gb = (torch.randn(g, g, device=dev, dtype=torch.bfloat16) for _ in range(2))
+    gc = torch.empty(g, g, device=dev, dtype=torch.bfloat16)
+    gemm_stream = torch.cuda.Stream(dev)
+
+    def gemm() -> None:
+        with torch.cuda.stream(gemm_stream):
+            torch.matmul(ga, gb, out=gc)
+
     engine = CudaEngine()
     streams = [torch.cuda.Stream(dev) for _ in range(max(4, world - 1))]
     out: dict[str, object] = {"bytes": nbytes, "world": world, "device": torch.cuda.get_device_name(dev),
@@ -97,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.iters + 3):
             shmem.barrier()
             if rank == 0 or everyone:
-                times.append(_timed_lanes(scheds, streams))
+                times.append(_timed_lanes(scheds, streams, gemm if name in beside else None))
+            torch.cuda.synchronize()
         if rank == 0:
             ms = statistics.median(times[3:])
             out[name] = {"ms": ms, "GBps": moved / ms / 1e6}
@@ -132,13 +149,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _timed_lanes(scheds: list, streams: list) -> float:
+def _timed_lanes(scheds: list, streams: list, beside: Any = None) -> float:
     """ms from the start of the first lane to the end of the last: lane i on streams[i], forked from and joined into
-    streams[0] with events, after a ~0.5 ms spin that lets the host queue everything first."""
+    streams[0] with events, after a ~0.5 ms spin that lets the host queue everything first; `beside()` queues work
+    on a stream of its own right after the spin (which holds one SM already, so the two run together)."""
     main = streams[0]
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.cuda.stream(main):
         torch.cuda._sleep(1_000_000)
+        if beside is not None:
+            beside()
         a.record(main)
     for sched, st in zip(scheds[1:], streams[1:]):
         st.wait_event(a)
