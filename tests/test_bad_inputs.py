@@ -141,6 +141,7 @@ CASES: list[Case] = [
     bench(flag="IRIS_OPS_TIMEOUTS", also=("unknown variable",), env=(("IRIS_OPS_TIMEOUTS", "30"),)),
     bench(flag="STREAMK_PGAS_STEP_GRAPH", also=("0 or 1", "'maybe'"), env=(("STREAMK_PGAS_STEP_GRAPH", "maybe"),)),
     bench(flag="STREAMK_PGAS_FAST_LAUNCH", also=("0 or 1",), env=(("STREAMK_PGAS_FAST_LAUNCH", "2"),)),
+    bench(flag="STREAMK_PGAS_CE_PULL", also=("0 or 1",), env=(("STREAMK_PGAS_CE_PULL", "pull"),)),
     bench(flag="STREAMK_PGAS_SHARE_GPU", also=("0 or 1",), env=(("STREAMK_PGAS_SHARE_GPU", "yes"),)),
     bench(flag="STREAMK_PGAS_STEPGRAPH", also=("unknown variable", "STREAMK_PGAS_STEP_GRAPH"),
           env=(("STREAMK_PGAS_STEPGRAPH", "0"),)),
