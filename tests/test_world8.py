@@ -33,6 +33,21 @@ def test_every_algorithm_validates_on_eight_ranks() -> None:
     assert len(re.findall(r"validation passed on every rank", result.stdout)) == len(spec.ALGORITHMS)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("pull", ["0", "1"])
+def test_copy_engine_on_eight_ranks(pull: str) -> None:
+    """The copy engine's schedules at W = 8 (NVIDIA and the CPU backend): all_scatter, all_gather_gemm (its rows
+    pushed, or pulled with STREAMK_PGAS_CE_PULL=1) and gemm_reduce_scatter (each rank's GEMM rotated to start at the
+    next rank's rows), C validated on every rank."""
+    shape = ["-m", "8192", "-n", "8192", "-k", "8192"] if on_gpu() else ["-m", "64", "-n", "64", "-k", "64",
+                                                                        "--datatype", "fp32"]
+    algorithms = [a for a in spec.ALGORITHMS if spec.ALGORITHMS[a].has_mode("copy_engine")]
+    result = run_mpi(8, str(REPO_ROOT / "benchmark.py"), "--algorithm", ",".join(algorithms), "--mode", "copy_engine",
+                     *shape, "--validate", "--quiet", timeout=900, env={"STREAMK_PGAS_CE_PULL": pull})
+    assert f"PASS: {len(algorithms)} of {len(algorithms)} run(s) validated on every rank" in result.stdout, \
+        result.stdout[-3000:]
+
+
 @pytest.mark.parametrize("target", ["h100", "h200"])
 def test_planner_at_eight_ranks(target: str) -> None:
     """At W = 8 every algorithm gets a plan the op can run (a mode it has, communication programs from the tried
