@@ -52,6 +52,8 @@ class Move(NamedTuple):
     READY: Any  # int32 ready words: READY_SOURCES per tile
     M: int
     N: int
+    n_cols: int  # columns a move may touch: N's row padded to a multiple of 16 (stream_k.layout.padded_cols), so its
+    # masks keep whole vectors (both buffers hold those columns; nothing reads the padding)
     claim_rotate: int  # ticket t is tile (t + claim_rotate) % tiles: the order the GEMM completes them in
     span: int  # pieces (CTM rows) of a tile one ticket moves: the whole tile, or 1 where tiles are few
 

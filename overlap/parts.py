@@ -38,6 +38,7 @@ from streamk_pgas.spec import Target
 from streamk_pgas.stream_k import StreamKGemm, streamk_gemm_kernel
 from streamk_pgas.stream_k.kernel_args import unwrapped
 from streamk_pgas.stream_k.launch import BoundLaunch
+from streamk_pgas.stream_k.layout import padded_cols
 from streamk_pgas.stream_k.select import GemmChoice, choose_gemm
 
 
@@ -108,7 +109,7 @@ class Parts:
         src = bufs.gemm_out
         dst = bufs.gemm_out if alg.family.b == "cols" else bufs.c
         move = Move(src, src.stride(0), src.stride(1), dst, dst.stride(0), dst.stride(1), bufs.ready, cfg.m,
-                    gemm.plan.N, gemm.plan.dp_tiles if cfg.sk_first else 0,
+                    gemm.plan.N, padded_cols(gemm.plan.N), gemm.plan.dp_tiles if cfg.sk_first else 0,
                     ticket_span(bufs.tiles, self.world if alg.owns_tiles else 1, gemm.plan.BLK_M // cfg.comm_tile_m,
                                 self.movers))
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,

@@ -57,6 +57,16 @@ def test_every_mode_right_after_steps_back_to_back(nprocs: int, tmp_path: Path) 
 
 
 @pytest.mark.slow
+def test_every_mode_with_unaligned_n_on_four_ranks(tmp_path: Path) -> None:
+    """N = 72 (not a multiple of 16: C and the partial get padded rows, and the moves touch the padding columns,
+    Move.n_cols) and K = 56 (K/W = 14): both algorithms in every mode right after steps, C poisoned between them."""
+    skip_unless_ranks(4)
+    result = run_mpi(4, SCRIPT, "--steps", "2", "--poison_between", "--m", "48", "--n", "72", "--k", "56",
+                     timeout=900, env=shm_env(tmp_path / "shm"))
+    check_output(result.stdout, 4, 2)
+
+
+@pytest.mark.slow
 def test_bf16(tmp_path: Path) -> None:
     """bf16 (neither algorithm adds atomically, so the interpreter runs both): fused and fused_sequential."""
     modes = ("fused", "fused_sequential")

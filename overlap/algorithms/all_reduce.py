@@ -32,7 +32,7 @@ def reduce_to_all_tile(pid_m, pid_n, sm, MOVE, CTX,
     """Piece sm of owned tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into every rank's
     C."""
     for sn in tl.static_range(BLK_N // CTN):
-        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.n_cols, BLK_M, BLK_N, CTM, CTN)
         acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
                              CTX.heap_bases, CTX.cur_rank, CTX.world_size)
         vals = acc.to(MOVE.DST.dtype.element_ty)

@@ -20,7 +20,7 @@ from streamk_pgas.stream_k.kernel import store_and_signal
 def all_scatter_tile(pid_m, pid_n, sm, MOVE, CTX,
                      BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     for sn in tl.static_range(BLK_N // CTN):
-        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.n_cols, BLK_M, BLK_N, CTM, CTN)
         vals = tl.load(MOVE.SRC + rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask=mask)
         offs = rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn
         for i in range(1, CTX.world_size):

@@ -41,7 +41,7 @@ def reduce_to_row_owners_tile(pid_m, pid_n, sm, MOVE, CTX,
     first = row0 // a_rows
     last = (tl.minimum(row0 + CTM, MOVE.M) - 1) // a_rows
     for sn in tl.static_range(BLK_N // CTN):
-        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.n_cols, BLK_M, BLK_N, CTM, CTN)
         acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
                              CTX.heap_bases, CTX.cur_rank, CTX.world_size)
         vals = acc.to(MOVE.DST.dtype.element_ty)

@@ -31,7 +31,7 @@ def one_shot_tile(pid_m, pid_n, sm, MOVE, CTX,
     # those in registers across the GEMM, where sm_90's 128x256 tile leaves none to spare.
     cur_rank = opaque(CTX.cur_rank)
     for sn in tl.static_range(BLK_N // CTN):
-        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.N, BLK_M, BLK_N, CTM, CTN)
+        rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.n_cols, BLK_M, BLK_N, CTM, CTN)
         acc = rank_order_sum(MOVE.SRC, rm[:, None] * MOVE.stride_sm + rn[None, :] * MOVE.stride_sn, mask,
                              CTX.heap_bases, cur_rank, CTX.world_size)
         tl.store(MOVE.DST + rm[:, None] * MOVE.stride_dm + rn[None, :] * MOVE.stride_dn,
