@@ -108,8 +108,10 @@ class Parts:
             return None, None
         src = bufs.gemm_out
         dst = bufs.gemm_out if alg.family.b == "cols" else bufs.c
+        n_cols = padded_cols(gemm.plan.N)  # the row width overlap.buffers gives both (masks of whole vectors)
+        assert src.stride(1) == dst.stride(1) == 1 and min(src.stride(0), dst.stride(0)) >= n_cols
         move = Move(src, src.stride(0), src.stride(1), dst, dst.stride(0), dst.stride(1), bufs.ready, cfg.m,
-                    gemm.plan.N, padded_cols(gemm.plan.N), gemm.plan.dp_tiles if cfg.sk_first else 0,
+                    gemm.plan.N, n_cols, gemm.plan.dp_tiles if cfg.sk_first else 0,
                     ticket_span(bufs.tiles, self.world if alg.owns_tiles else 1, gemm.plan.BLK_M // cfg.comm_tile_m,
                                 self.movers))
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
@@ -225,21 +227,21 @@ class Parts:
     # ---- copy engines and host-queued copies ---------------------------------------------------------------
     def copy_schedule(self, a: torch.Tensor, finish: BoundLaunch, wait: bool = True) -> CopySchedule:
         assert self.alg.copy_schedule is not None and self.cfg.kernel is not None
-        if self._engine is None:
-            self._engine = make_engine(self.device.type == "cuda", self.cfg.timeout_s)
         ops = schedule_ops(self.alg.copy_schedule, self.bufs, a, self.heap_bases.tolist(), self.rank, self.world,
                            self.cfg.kernel.BLK_M, finish, wait)
-        return CopySchedule(ops, self._engine)
+        return CopySchedule(ops, self.copy_engine())
 
     def copy_pre(self, a: torch.Tensor) -> list[CopySchedule]:
         """The copies the schedule needs on the main stream before the step's start (copy_steps.schedule_pre_ops)."""
         assert self.alg.copy_schedule is not None
         ops = schedule_pre_ops(self.alg.copy_schedule, self.bufs, a, self.world)
-        if not ops:
-            return []
+        return [CopySchedule(ops, self.copy_engine())] if ops else []
+
+    def copy_engine(self) -> Any:
+        """This device's copy engine (made at the first use)."""
         if self._engine is None:
             self._engine = make_engine(self.device.type == "cuda", self.cfg.timeout_s)
-        return [CopySchedule(ops, self._engine)]
+        return self._engine
 
     def compaction(self) -> Callable[[], Any]:
         """all_scatter's wide C: each rank's padded column block of the heap buffer -> the contiguous C."""

@@ -521,19 +521,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def log_paths_and_out(paths: list[str], out: str | None) -> Path:
+    """The folder a table of the logs at `paths` goes to (--out, default the first path); ConfigError where a path
+    does not exist or --out is a file."""
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise ConfigError("paths", f"{missing[0]} does not exist")
+    folder = Path(out) if out else Path(paths[0])
+    if folder.is_file():
+        raise ConfigError("--out", f"{folder} is a file, give a folder")
+    return folder
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        out = log_paths_and_out(args.paths, args.out)
     except ConfigError as exc:
         print(f"grid_table.py: error: {exc}", file=sys.stderr)
-        return 2
-    missing = [p for p in args.paths if not Path(p).exists()]
-    if missing:
-        print(f"grid_table.py: error: paths: {missing[0]} does not exist", file=sys.stderr)
-        return 2
-    out = Path(args.out) if args.out else Path(args.paths[0])
-    if out.is_file():
-        print(f"grid_table.py: error: --out: {out} is a file, give a folder", file=sys.stderr)
         return 2
     df, planned, failures = read_sweep(args.paths)
     table = build_table(df, planned, failures, allow_unvalidated=args.allow_unvalidated)

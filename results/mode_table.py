@@ -32,7 +32,7 @@ import pandas as pd
 from streamk_pgas import spec
 from streamk_pgas.harness.checks import ConfigError, OneLineParser
 from streamk_pgas.harness.runlog import read_records
-from streamk_pgas.results.grid_table import record_row
+from streamk_pgas.results.grid_table import log_paths_and_out, record_row
 
 CELL = ["folder", "algorithm", "m", "n", "k", "datatype", "world_size", "device"]
 
@@ -148,16 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if not 0 <= args.within < 1:
             raise ConfigError("--within", f"must be in [0, 1); got {args.within}")
+        out = log_paths_and_out(args.paths, args.out)
     except ConfigError as exc:
         print(f"mode_table.py: error: {exc}", file=sys.stderr)
-        return 2
-    missing = [p for p in args.paths if not Path(p).exists()]
-    if missing:
-        print(f"mode_table.py: error: paths: {missing[0]} does not exist", file=sys.stderr)
-        return 2
-    out = Path(args.out) if args.out else Path(args.paths[0])
-    if out.is_file():
-        print(f"mode_table.py: error: --out: {out} is a file, give a folder", file=sys.stderr)
         return 2
     measured = measured_modes(args.paths)
     if args.world is not None:

@@ -1,7 +1,7 @@
 """An unaligned shape of the model grid, compiled for sm_90 without a GPU: at 1000 x 3000 x 2500 on 4 ranks (N = 3000
 not a multiple of 16) the step kernel of every algorithm that moves C's tiles builds without spilling. Their moves
-mask columns at the buffers' padded row width (Move.n_cols), not at N: masked at N, the 16-element vectors split
-and the kernels spilled 124-452 bytes a thread."""
+mask columns at the buffers' padded row width (Move.n_cols), not at N, which would split their 16-element vectors
+and cost registers."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ def sum_slots_kernel(C, OWN, RECV, rows, n, stride_c, stride_own, stride_slot, s
     rn = (pid % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rm[:, None] < rows) & (rn[None, :] < n)
     acc_type = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_type)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_type)  # replaced by slot 0 (the loop unrolls)
     for s in tl.static_range(WORLD):
         if s == rank:
             x = tl.load(OWN + rm[:, None] * stride_own + rn[None, :], mask=mask, other=0)
