@@ -32,6 +32,12 @@ class Problem:
         dt = spec.DATATYPES[self.datatype]
         return self.spec.bytes_moved(self.m, self.n, self.k, self.world_size, dt.bytes, dt.output_bytes)
 
+    def payload_bytes_moved(self) -> tuple[float, float]:
+        """bytes_moved when the family's payload goes straight to where it ends (the copy engines' schedules: no
+        owner in between)."""
+        dt = spec.DATATYPES[self.datatype]
+        return self.spec.family.bytes_moved(self.m, self.n, self.k, self.world_size, dt.bytes, dt.output_bytes)
+
 
 @dataclass(frozen=True)
 class Candidate:

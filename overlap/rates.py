@@ -26,10 +26,12 @@ CE_SWITCH_GBS = 240.0
 CE_LOCAL_GBS = 1500.0
 CE_BANDS = BANDS
 CE_OP_US = 1.5  # the device's cost of one stream operation (a wait, a copy's start)
-# What the copy-engine steps measured beyond this model on 2 x H200 (0.10-0.15 ms at 4864 x 4096 x 8256, 8192^3,
-# 16384 x 8192 x 8192 and 8192 x 8192 x 28672, one wait per tile row, no graph): the GEMM slowed by the copies'
-# memory traffic, the last copies.
-CE_FIXED_MS = 0.1
+# What the copy-engine steps measured beyond this model: all_gather_gemm's (the own rows' copy, a wait per slot
+# chunk; 0.10-0.15 ms on 2 x H200 at 4864 x 4096 x 8256 .. 8192 x 8192 x 28672, the GEMM slowed by the copies'
+# memory traffic) and the schedules that follow the GEMM's rows (gemm_reduce_scatter at W = 4 replayed from its
+# graph: ~0.03 ms at 2048 x 4096 x 14336, within 0.03 of the model at 8192^3 .. 4096 x 57344 x 8192,
+# results/logs/h100x4/ce-6f13f82)
+CE_FIXED_MS = {"gather": 0.1, "follows_gemm": 0.03}
 
 
 def comm_rate(p: Problem, programs: int, fused: bool = False) -> float:

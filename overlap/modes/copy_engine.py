@@ -66,7 +66,7 @@ class CopyEngine(ModeSteps):
         return [fixed.get("gemm_sms", total)]
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
-        remote, local = p.bytes_moved()
+        remote, local = p.payload_bytes_moved()
         peer = (CE_PEER_GBS if p.world_size <= 2 else CE_SWITCH_GBS) * 1e6
         ops = CE_OP_US / 1e3 * CE_BANDS * max(1, p.world_size - 1)
         if p.spec.family.a == "rows":  # slot j of A arrives after the own copy and j peer shards
@@ -76,9 +76,11 @@ class CopyEngine(ModeSteps):
             for j in range(1, w):
                 avail = ready + j * remote / max(1, w - 1) / peer
                 t = max(t + g / w, avail)
-            return t + g / w + ops + CE_FIXED_MS + sync_ms(p)
-        # scatter / reduce_rows: bands follow the GEMM's rows; the last band's copy is not hidden
-        tail = remote / peer / CE_BANDS
+            return t + g / w + ops + CE_FIXED_MS["gather"] + sync_ms(p)
+        # scatter / reduce_rows: bands follow the GEMM's rows; all_scatter's last band's copy is not hidden, while
+        # gemm_reduce_scatter's GEMM ends with the rank's own rows (nothing to copy: overlap.bands.reduce_rows_shift)
+        rows = p.spec.family.output == "rows"
+        tail = 0.0 if rows else remote / peer / CE_BANDS
         # gemm_reduce_scatter's sum after the copies: W slots read, its rows written (copy_steps.reduce_rows_post)
-        add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6) if p.spec.family.output == "rows" else 0.0
-        return max(g, remote / peer) + tail + add + ops + CE_FIXED_MS + sync_ms(p)
+        add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6) if rows else 0.0
+        return max(g, remote / peer) + tail + add + ops + CE_FIXED_MS["follows_gemm"] + sync_ms(p)
