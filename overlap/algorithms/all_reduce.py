@@ -22,7 +22,7 @@ import triton.language as tl
 
 from streamk_pgas import spec
 from streamk_pgas.iris_ops.device import translate
-from streamk_pgas.overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
+from streamk_pgas.overlap.algorithms.record import SYS_RELEASE_US, AlgorithmRecord, Rates, rows_for_loads_in_flight
 from streamk_pgas.overlap.communication.comm_loop import owner_of, rank_order_sum, subtile_offsets
 
 
@@ -65,5 +65,5 @@ RECORD = AlgorithmRecord(
     # Its communication alone on 4 x H100 (tools.comm_bench, results/README.md): |C| of 64 MiB to 1 GiB at
     # 288-321 GB/s of bus bandwidth (= the bytes each rank moves over its links, its reads and stores, per second)
     # on 32 to 128 programs, 32 programs as fast as 128 from 64 MiB on.
-    rates=Rates(per_program_gbs=10.0, link_gbs=310.0),
+    rates=Rates(per_program_gbs=10.0, link_gbs=310.0, signal_us=SYS_RELEASE_US),
 )

@@ -27,7 +27,7 @@ import triton.language as tl
 from streamk_pgas import spec
 from streamk_pgas.iris_ops.device import translate
 from streamk_pgas.overlap.algorithms.all_reduce import signal_owner_epilogue
-from streamk_pgas.overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
+from streamk_pgas.overlap.algorithms.record import SYS_RELEASE_US, AlgorithmRecord, Rates, rows_for_loads_in_flight
 from streamk_pgas.overlap.communication.comm_loop import rank_order_sum, subtile_offsets
 
 
@@ -59,5 +59,5 @@ RECORD = AlgorithmRecord(
     # all_reduce's reduction with one store of the sum instead of W; the ceiling: its communication alone moved
     # 203-243 GB/s at W = 2 and 4 on 20-48 programs, at 2048 x 8192 x 8192 .. 4096 x 57344 x 8192
     # (results/logs/h100x4/ce-6f13f82, calib-9f9b036)
-    rates=Rates(per_program_gbs=10.0, link_gbs=220.0),
+    rates=Rates(per_program_gbs=10.0, link_gbs=220.0, signal_us=SYS_RELEASE_US),
 )

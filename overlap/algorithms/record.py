@@ -14,18 +14,25 @@ from typing import Any
 
 from streamk_pgas import spec
 
+# What a GEMM epilogue that releases every finished tile at system scope (to its owner, or to the copy engine's
+# count) adds to each wave of tiles: gemm_reduce_scatter's GEMM alone at W = 4 on 84 and 100 programs, 1024 and
+# 2048 x 8192 x 8192, ran 16-35 us over the GEMM model, 4.5-5.8 us per wave (results/logs/h100x4/calib-4b169d9)
+SYS_RELEASE_US = 5.0
+
 
 @dataclass(frozen=True)
 class Rates:
     """What the planner's cost model (overlap.rates, overlap.modes) assumes of an algorithm's communication: GB/s
     one communication program moves, the ceiling per rank (one direction of its links), the same work done from a
     GEMM program's epilogue (fused_sequential push epilogues; None: the algorithm has none), and the share of the
-    per-program rate left inside the fused kernel (its programs run with the GEMM's warps and registers)."""
+    per-program rate left inside the fused kernel (its programs run with the GEMM's warps and registers), and what
+    the GEMM's epilogue adds to each wave of tiles where it releases every finished tile to a peer (microseconds)."""
 
     per_program_gbs: float
     link_gbs: float
     epilogue_gbs: float | None = None
     fused_efficiency: float = 1.0
+    signal_us: float = 0.0
 
 
 def reduce_elements_in_flight(world_size: int) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from streamk_pgas import spec
+from streamk_pgas.overlap.algorithms.record import SYS_RELEASE_US
 from streamk_pgas.overlap.candidates import Candidate, Problem
 from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig
 from streamk_pgas.overlap.modes.base import ModeSteps
@@ -77,6 +78,7 @@ class CopyEngine(ModeSteps):
                 avail = ready + j * remote / max(1, w - 1) / peer
                 t = max(t + g / w, avail)
             return t + g / w + ops + CE_FIXED_MS["gather"] + sync_ms(p)
+        g += SYS_RELEASE_US / 1e3 * -(-c.gemm.plan.num_tiles // c.gemm_sms)  # store_and_count's releases
         # scatter / reduce_rows: bands follow the GEMM's rows; all_scatter's last band's copy is not hidden, while
         # gemm_reduce_scatter's GEMM ends with the rank's own rows (nothing to copy: overlap.bands.reduce_rows_shift)
         rows = p.spec.family.output == "rows"
