@@ -27,16 +27,12 @@ class Problem:
         """(M, N, K) of this rank's GEMM."""
         return self.spec.family.gemm_shape(self.m, self.n, self.k, self.world_size)
 
-    def bytes_moved(self) -> tuple[float, float]:
-        """(bytes this rank moves to or from peers, bytes it moves locally) per step."""
+    def bytes_moved(self, via_owner: bool = True) -> tuple[float, float]:
+        """(bytes this rank moves to or from peers, bytes it moves locally) per step; via_owner=False: the family's
+        payload straight to where it ends (the copy engines' schedules, no owner in between)."""
         dt = spec.DATATYPES[self.datatype]
-        return self.spec.bytes_moved(self.m, self.n, self.k, self.world_size, dt.bytes, dt.output_bytes)
-
-    def payload_bytes_moved(self) -> tuple[float, float]:
-        """bytes_moved when the family's payload goes straight to where it ends (the copy engines' schedules: no
-        owner in between)."""
-        dt = spec.DATATYPES[self.datatype]
-        return self.spec.family.bytes_moved(self.m, self.n, self.k, self.world_size, dt.bytes, dt.output_bytes)
+        moves = self.spec.bytes_moved if via_owner else self.spec.family.bytes_moved
+        return moves(self.m, self.n, self.k, self.world_size, dt.bytes, dt.output_bytes)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from streamk_pgas.overlap.algorithms import ALGORITHMS
 from streamk_pgas.overlap.bands import BANDS
-from streamk_pgas.overlap.candidates import Problem
+from streamk_pgas.overlap.candidates import Candidate, Problem
 
 LOCAL_GBS = 3000.0  # device memory, for the share of the communication that stays on this rank
 # peer barrier; a second kernel; the stream fork; the hand-off between the GEMM's programs and the communication
@@ -32,6 +32,12 @@ CE_OP_US = 1.5  # the device's cost of one stream operation (a wait, a copy's st
 # graph: ~0.03 ms at 2048 x 4096 x 14336, within 0.03 of the model at 8192^3 .. 4096 x 57344 x 8192,
 # results/logs/h100x4/ce-6f13f82)
 CE_FIXED_MS = {"gather": 0.1, "follows_gemm": 0.03}
+
+
+def release_ms(c: Candidate, us_per_wave: float) -> float:
+    """What a GEMM epilogue that releases every finished tile at system scope adds to the GEMM's time: `us_per_wave`
+    for each wave of tiles on its programs (algorithms.record.SYS_RELEASE_US)."""
+    return us_per_wave / 1e3 * -(-c.gemm.plan.num_tiles // c.gemm_sms)
 
 
 def comm_rate(p: Problem, programs: int, fused: bool = False) -> float:

@@ -25,6 +25,7 @@ from streamk_pgas.overlap.rates import (
     CE_PEER_GBS,
     CE_SWITCH_GBS,
     LOCAL_GBS,
+    release_ms,
     sync_ms,
 )
 from streamk_pgas.overlap.step import StepLaunches
@@ -67,7 +68,7 @@ class CopyEngine(ModeSteps):
         return [fixed.get("gemm_sms", total)]
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
-        remote, local = p.payload_bytes_moved()
+        remote, local = p.bytes_moved(via_owner=False)
         peer = (CE_PEER_GBS if p.world_size <= 2 else CE_SWITCH_GBS) * 1e6
         ops = CE_OP_US / 1e3 * CE_BANDS * max(1, p.world_size - 1)
         if p.spec.family.a == "rows":  # slot j of A arrives after the own copy and j peer shards
@@ -78,7 +79,7 @@ class CopyEngine(ModeSteps):
                 avail = ready + j * remote / max(1, w - 1) / peer
                 t = max(t + g / w, avail)
             return t + g / w + ops + CE_FIXED_MS["gather"] + sync_ms(p)
-        g += SYS_RELEASE_US / 1e3 * -(-c.gemm.plan.num_tiles // c.gemm_sms)  # store_and_count's releases
+        g += release_ms(c, SYS_RELEASE_US)  # store_and_count's releases
         # scatter / reduce_rows: bands follow the GEMM's rows; all_scatter's last band's copy is not hidden, while
         # gemm_reduce_scatter's GEMM ends with the rank's own rows (nothing to copy: overlap.bands.reduce_rows_shift)
         rows = p.spec.family.output == "rows"

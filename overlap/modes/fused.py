@@ -14,7 +14,7 @@ from streamk_pgas.overlap.algorithms import ALGORITHMS
 from streamk_pgas.overlap.candidates import Candidate, Problem
 from streamk_pgas.overlap.modes.base import ModeSteps
 from streamk_pgas.overlap.parts import Parts
-from streamk_pgas.overlap.rates import STEP_US, comm_rate, local_ms, sync_ms
+from streamk_pgas.overlap.rates import STEP_US, comm_rate, local_ms, release_ms, sync_ms
 from streamk_pgas.overlap.step import StepLaunches
 
 
@@ -45,7 +45,7 @@ def overlapped_cost(p: Problem, c: Candidate, g: float, fused: bool) -> float:
     """fused / two_streams: communication programs follow the GEMM's tiles; GEMM programs join when done."""
     remote, _ = p.bytes_moved()
     T, G = c.total_sms, c.gemm_sms
-    g += ALGORITHMS[p.algorithm].rates.signal_us / 1e3 * -(-c.gemm.plan.num_tiles // G)  # the epilogue's releases
+    g += release_ms(c, ALGORITHMS[p.algorithm].rates.signal_us)
     extra = (0.0 if fused else STEP_US["two_streams"] / 1e3) + STEP_US["handoff"] / 1e3
     base = local_ms(p) + sync_ms(p) + extra
     if p.spec.family.a == "rows":  # the other way round: the GEMM waits for the rows the programs push
