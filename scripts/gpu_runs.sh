@@ -12,6 +12,9 @@
 # name from REF_TAG. NP ranks (2). comm_bench runs tools.comm_bench (the reduce family's communication alone
 # beside NCCL and torch symm-mem) with its flags.
 set -uo pipefail
+# NVLink multicast stays off on every multi-GPU machine (NCCL, torch symmetric memory, NVSHMEM): every step here
+# runs with these, whatever the calling script sets
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT="${OUT:-$(pwd)/out}"
 WORK="${WORK:-/tmp/streamk_pgas_work}"
 mkdir -p "$WORK" "$OUT"
