@@ -36,15 +36,17 @@ import triton.language as tl
 
 @triton.jit
 def store_and_count(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
-    """EPILOGUE of the copy-engine mode: masked store of the tile, then +1 on its band's count (release, system
-    scope: the copy engine reads the band once its count is complete). TILE_FLAGS[pid_m] holds the index, in
-    TILE_FLAGS, of the count of tile row pid_m's band (a map written once by the op; see band_counts)."""
+    """EPILOGUE of the copy-engine mode: masked store of the tile, then +1 on its band's count (release at GPU
+    scope: the count is read by this GPU's stream wait and the band by its copy engine, both from this GPU's memory
+    through its L2, where a GPU-scope release has put the tile before the count; a system-scope fence per tile
+    would stall each program for microseconds). TILE_FLAGS[pid_m] holds the index, in TILE_FLAGS, of the count of
+    tile row pid_m's band (a map written once by the op; see band_counts)."""
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(C + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
     tl.debug_barrier()
     pid_m = tl.min(rm, axis=0) // rm.shape[0]
     word = tl.load(TILE_FLAGS + pid_m)
-    tl.atomic_add(TILE_FLAGS + word, 1, sem="release", scope="sys")
+    tl.atomic_add(TILE_FLAGS + word, 1, sem="release", scope="gpu")
 
 
 @triton.jit

@@ -1,0 +1,55 @@
+#!/bin/bash
+# One call on a 4-GPU machine: gemm_reduce_scatter at RS_SHAPES (W = 4) in auto, two_streams and copy_engine beside
+# its peers and beside the copy engine of the tree in .base (BASE_COMMIT, carried as plain files); all_scatter's
+# copy engine at AS_SHAPES, new and base; all_gather_gemm's copy engine at AG_SHAPES with 128 x 128 tiles beside the
+# planner's, and a traced step at TRACE_SHAPE; the GEMM alone at GEMM_SHAPES (one GPU); then GPU tests (TESTS: a -k
+# expression over tests/test_new_algorithms.py). Every step has its own timeout.
+# Usage: STREAMK_PGAS_COMMIT=<sha> BASE_COMMIT=<sha> RS_SHAPES="..." ... bash results/logs/h100x4/run_call8.sh
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/tcache WORK=/tmp/work
+mkdir -p $WORK
+source scripts/gpu_runs.sh
+env_info
+ROOT=$(pwd)
+base() {  # base ALG MODES SHAPE: the .base tree's run
+  [ -d .base ] || return 0
+  (cd .base && NP=4 TAG=base_w4 WORK=$WORK OUT=$OUT STREAMK_PGAS_COMMIT=${BASE_COMMIT:-base} PYTHONPATH=$ROOT/.base \
+    ALGORITHMS=$1 MODES=$2 ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=80 BENCH_ARGS="--timeout_s 5" SHOW=4 \
+    bash -c 'source scripts/gpu_runs.sh; overlap '$3)
+}
+for s in ${RS_SHAPES:-}; do
+  NP=4 TAG=w4 ALGORITHMS=gemm_reduce_scatter MODES=auto,two_streams,copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=90 \
+    BENCH_ARGS="--timeout_s 5" SHOW=4 overlap $s
+  NP=4 COLLECTIVE=gemm_reduce_scatter REF_TAG=reference_w4 REF_TIMEOUT=80 ITERS=20 WARMUP=5 reference $s
+  base gemm_reduce_scatter copy_engine $s
+done
+for s in ${AS_SHAPES:-}; do
+  NP=4 TAG=w4 ALGORITHMS=all_scatter MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
+    BENCH_ARGS="--timeout_s 5" SHOW=2 overlap $s
+  base all_scatter copy_engine $s
+done
+for s in ${AG_SHAPES:-}; do
+  NP=4 TAG=w4 ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
+    BENCH_ARGS="--timeout_s 5" SHOW=2 overlap $s
+  NP=4 TAG=w4_n128 ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
+    BENCH_ARGS="--timeout_s 5 --BLK_N 128" SHOW=2 overlap $s
+done
+if [ -n "${TRACE_SHAPE:-}" ]; then
+  IFS=x read -r tM tN tK <<< "$TRACE_SHAPE"; mkdir -p $WORK/trace
+  for tmode in ${TRACE_MODES:-copy_engine}; do
+    stamp "trace ${TRACE_ALG:-all_gather_gemm} $tmode $TRACE_SHAPE"
+    NP=4; mpi_args; timeout 100 "${MPI[@]}" python3 benchmark.py -m $tM -n $tN -k $tK \
+      --algorithm ${TRACE_ALG:-all_gather_gemm} --mode $tmode --benchmark --iters 10 --warmup 3 --timeout_s 5 \
+      --trace_tiles --output_file $WORK/trace/${TRACE_ALG:-all_gather_gemm}_${tmode}_${TRACE_SHAPE}.json 2>&1 \
+      | grep -E "e2e median|rror" | tail -3
+  done
+fi
+if [ -n "${GEMM_SHAPES:-}" ]; then
+  gemm_bench --shapes "$GEMM_SHAPES" --plus_one 0
+fi
+if [ -n "${TESTS:-}" ]; then
+  TESTS_TIMEOUT=${TESTS_TIMEOUT:-200} gpu_tests tests/test_new_algorithms.py -k "$TESTS"
+fi
+finish > /dev/null
+tail -n 40 $WORK/summary.txt
