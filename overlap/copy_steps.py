@@ -10,8 +10,9 @@ this rank has landed. The GEMM runs on every SM.
     reduce_rows  (gemm_reduce_scatter) for each band of tile rows that holds a peer's rows, in the order the
                  GEMM finishes them (its rows rotated to start at rank + 1's: overlap.bands.reduce_rows_shift):
                  wait, copy those rows of the partial into the owner's RECV slot of this rank; C = own rows +
-                 RECV's other slots, summed in rank order on the main stream after the step's copies (the op's
-                 `post`: one kernel, sum_slots_kernel)
+                 RECV's other slots, summed in rank order by the GEMM's epilogue of the own rows, which waits for
+                 the ROWS_READY words copied after each band (sums_own_rows), else on the main stream after the
+                 step's copies (the op's `post`: one kernel, sum_slots_kernel)
     gather_a     (all_gather_gemm) this rank's rows of A into slot 0 of its own gathered A, then into each
                  peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them.
@@ -23,13 +24,14 @@ Bands: overlap.bands (how many per copy region, and why).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import torch
 
 from streamk_pgas.iris_ops.env import flag_from_env
 from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks
-from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands
+from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands, rows_within_owners
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import (
     Copy2D,
@@ -42,6 +44,7 @@ from streamk_pgas.overlap.communication.copy_engine import (
     sum_slots_kernel,
 )
 from streamk_pgas.stream_k.launch import BoundLaunch
+from streamk_pgas.stream_k.tiles import tile_coords_host
 
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A
 CE_PULL_ENV = "STREAMK_PGAS_CE_PULL"  # 1: all_gather_gemm's copy engines pull A's rows (0, the default: push)
@@ -77,7 +80,7 @@ def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: in
     """all_scatter: `src` (M x N/W, this rank's columns of C on the heap) to the same place on every peer."""
     m = src.shape[0]
     n_rb = -(-m // blk_m)
-    cut = row_bands("scatter", n_rb, world)
+    cut = row_bands("scatter", m, blk_m, world)
     ops: list[Op] = []
     for band, (lo, hi) in enumerate(cut):
         if wait:
@@ -91,14 +94,39 @@ def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: in
     return ops
 
 
+@lru_cache(maxsize=256)
+def sums_own_rows(plan: Any, world: int, on_gpu: bool) -> bool:
+    """Whether gemm_reduce_scatter's copy_engine sums this rank's rows in the GEMM's epilogue (overlap.algorithms.
+    gemm_reduce_scatter.sum_own_rows_epilogue) rather than in a kernel after the step's copies. An own tile's
+    epilogue waits for the peers' copies of its tile row, and those wait for the peers' GEMMs; so it needs: a GPU
+    (the CPU backend's host engine copies only after the kernels have run), every tile row within one rank's rows,
+    and in every program's work (`plan`: the rank's stream_k.plan.StreamKPlan, its rows rotated to end with the own
+    ones, overlap.bands.reduce_rows_shift) no tile of a peer's rows after one of its own rows: a program waiting
+    with a peer's tile still to do could close a cycle of waits across the ranks."""
+    if not on_gpu or world < 2 or not rows_within_owners(plan.M, plan.BLK_M, world):
+        return False
+    first_own = plan.tiles_m - plan.tiles_m // world  # the own rows, last in the rotated order, on every rank
+    for pid in range(plan.num_programs):
+        seen_own = False
+        for item in plan.work_items(pid):
+            own = tile_coords_host(item.tile_id, plan.tiles_m, plan.tiles_n, plan.gsize_m)[0] >= first_own
+            if seen_own and not own:
+                return False
+            seen_own |= own
+    return True
+
+
 def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: int,
-                    peers: Peers, world: int, wait: bool = True) -> list[Op]:
+                    peers: Peers, world: int, wait: bool = True, rows_ready: torch.Tensor | None = None,
+                    fill: torch.Tensor | None = None) -> list[Op]:
     """gemm_reduce_scatter: each peer's rows of the partial (M x N) into that peer's recv[this rank], band by band in
-    the order the GEMM finishes them (its row order rotated: overlap.bands.reduce_rows_shift)."""
+    the order the GEMM finishes them (its row order rotated: overlap.bands.reduce_rows_shift). With `rows_ready`
+    (the owners' GEMMs sum their rows: sums_own_rows), each copy is followed by the owner's ROWS_READY words of this
+    rank ([W, tile rows]) for the band's tile rows, copied from `fill` (the step's epoch, written by ce_start)."""
     m, r = partial.shape[0], peers.rank
     a_rows = m // world
     n_rb = -(-m // blk_m)
-    cut = row_bands("reduce_rows", n_rb, world)
+    cut = row_bands("reduce_rows", m, blk_m, world)
     ops: list[Op] = []
     for band in finish_order(cut, n_rb, reduce_rows_shift(m, blk_m, r, world)):
         lo, hi = cut[band]
@@ -112,6 +140,10 @@ def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Ten
             p0, p1 = max(r0, p * a_rows), min(r1, (p + 1) * a_rows)
             dst = recv[r, p0 - p * a_rows:p1 - p * a_rows]
             ops.append(rows_copy(dst, partial[p0:p1], peers.addr(dst, p)))
+            if rows_ready is not None and fill is not None:
+                words = rows_ready[r * n_rb + lo:r * n_rb + hi]
+                nbytes = 4 * words.numel()
+                ops.append(Copy2D(peers.addr(words, p), nbytes, fill.data_ptr(), nbytes, nbytes, 1))
     if wait:
         ops.append(_reset(counts, n_rb, len(cut)))
     return ops
@@ -179,16 +211,17 @@ def gather_a_pull_ops(ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tenso
 
 
 def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[int], rank: int, world: int,
-                 blk_m: int, finish: Any, wait: bool = True) -> list[Op]:
+                 blk_m: int, finish: Any, wait: bool = True, own_rows: bool = False) -> list[Op]:
     """The step's copy-engine operations over an op's buffers (overlap.buffers.OpBuffers), then its ce_finish
-    launch `finish`."""
+    launch `finish`. `own_rows`: the GEMM sums this rank's rows (sums_own_rows)."""
     peers = Peers(heap_bases, rank)
     if kind == "scatter":
         assert bufs.counts is not None
         ops = scatter_ops(bufs.gemm_out, bufs.counts, bufs.tiles_per_row, blk_m, peers, world, wait)
     elif kind == "reduce_rows":
         assert bufs.partial is not None and bufs.recv is not None and bufs.counts is not None
-        ops = reduce_rows_ops(bufs.partial, bufs.recv, bufs.counts, bufs.tiles_per_row, blk_m, peers, world, wait)
+        ops = reduce_rows_ops(bufs.partial, bufs.recv, bufs.counts, bufs.tiles_per_row, blk_m, peers, world, wait,
+                              bufs.rows_ready if own_rows else None, bufs.fill)
     elif ce_pulls_a():
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
         ops = gather_a_pull_ops(bufs.ag, bufs.a_ready, bufs.fill, a.shape[1], blk_m, peers, world)

@@ -18,6 +18,10 @@ from streamk_pgas import spec
 # count) adds to each wave of tiles: gemm_reduce_scatter's GEMM alone at W = 4 on 84 and 100 programs, 1024 and
 # 2048 x 8192 x 8192, ran 16-35 us over the GEMM model, 4.5-5.8 us per wave (results/logs/h100x4/calib-4b169d9)
 SYS_RELEASE_US = 5.0
+# The same count at GPU scope (copy_engine's store_and_count, read by this GPU's stream wait and copy engine): the
+# GEMM kernel of gemm_reduce_scatter's copy_engine ran 1.8-2.2 us a wave faster than with the system-scope count at
+# 8192^3, 16384 x 8192 x 8192 and 4096 x 57344 x 8192, W = 4 (results/logs/h100x4/ce-bc5a272)
+GPU_RELEASE_US = 3.0
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,10 @@ class AlgorithmRecord:
     # the rows of the communication sub-tile for (the GEMM tile's BLK_M, BLK_N, world size) when not given (None:
     # BLK_M, the whole tile); its columns are the tile's
     comm_tile_rows: Callable[[int, int, int], int] | None = None
+    # copy_engine's epilogue that also sums this rank's own rows of the output once the peers' copies of them have
+    # landed ("reduce_rows"; TILE_FLAGS an overlap.kernel_args.OwnRows), where overlap.copy_steps.sums_own_rows
+    # allows it (None: the sum runs after the step's copies)
+    own_rows_epilogue: Any | None = None
 
     @property
     def name(self) -> str:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import torch
 
 from streamk_pgas import spec
-from streamk_pgas.overlap.algorithms.record import SYS_RELEASE_US
+from streamk_pgas.overlap.algorithms import ALGORITHMS
+from streamk_pgas.overlap.algorithms.record import GPU_RELEASE_US
 from streamk_pgas.overlap.candidates import Candidate, Problem
 from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig
+from streamk_pgas.overlap.copy_steps import sums_own_rows
 from streamk_pgas.overlap.modes.base import ModeSteps
 from streamk_pgas.overlap.parts import Parts
 from streamk_pgas.overlap.rates import (
@@ -22,6 +24,7 @@ from streamk_pgas.overlap.rates import (
     CE_FIXED_MS,
     CE_LOCAL_GBS,
     CE_OP_US,
+    CE_OWN_SUM_EXPOSED,
     CE_PEER_GBS,
     CE_SWITCH_GBS,
     LOCAL_GBS,
@@ -45,7 +48,7 @@ class CopyEngine(ModeSteps):
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
         step = StepLaunches("step", pre=[*parts.copy_pre(a), parts.ce_start()], main=[("gemm", [gemm])],
                             side=schedule, side_name="copy", side_first=alg.gathers_a, post_name="add")
-        if alg.copy_schedule == "reduce_rows":
+        if alg.copy_schedule == "reduce_rows" and not parts.sums_own_rows():  # else the GEMM's epilogue sums them
             step.post = [parts.reduce_rows_post()]
         return step
 
@@ -79,11 +82,18 @@ class CopyEngine(ModeSteps):
                 avail = ready + j * remote / max(1, w - 1) / peer
                 t = max(t + g / w, avail)
             return t + g / w + ops + CE_FIXED_MS["gather"] + sync_ms(p)
-        g += release_ms(c, SYS_RELEASE_US)  # store_and_count's releases
+        g += release_ms(c, GPU_RELEASE_US)  # store_and_count's releases
         # scatter / reduce_rows: bands follow the GEMM's rows; all_scatter's last band's copy is not hidden, while
         # gemm_reduce_scatter's GEMM ends with the rank's own rows (nothing to copy: overlap.bands.reduce_rows_shift)
         rows = p.spec.family.output == "rows"
         tail = 0.0 if rows else remote / peer / CE_BANDS
-        # gemm_reduce_scatter's sum after the copies: W slots read, its rows written (copy_steps.reduce_rows_post)
-        add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6) if rows else 0.0
+        # gemm_reduce_scatter's sum of the W slots (its rows written): in the GEMM's epilogue of the own rows, where
+        # it can (copy_steps.sums_own_rows; the share of its memory time the GEMM does not hide), else after the
+        # copies (copy_steps.reduce_rows_post)
+        add = 0.0
+        if rows:
+            add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6)
+            if (ALGORITHMS[p.algorithm].own_rows_epilogue is not None
+                    and sums_own_rows(c.gemm.plan, p.world_size, target.backend == "cuda")):
+                add = p.world_size * local / (LOCAL_GBS * 1e6) * CE_OWN_SUM_EXPOSED
         return max(g, remote / peer) + tail + add + ops + CE_FIXED_MS["follows_gemm"] + sync_ms(p)
