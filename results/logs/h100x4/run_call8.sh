@@ -1,9 +1,9 @@
 #!/bin/bash
-# One call on a 4-GPU machine: gemm_reduce_scatter at RS_SHAPES (W = 4) in auto, two_streams and copy_engine beside
-# its peers and beside the copy engine of the tree in .base (BASE_COMMIT, carried as plain files); all_scatter's
+# One call on a 4-GPU machine: gemm_reduce_scatter at RS_SHAPES (W = 4) and RS2_SHAPES (W = 2) in auto, two_streams
+# and copy_engine beside its peers and beside the copy engine of the tree in .base (BASE_COMMIT, plain files); all_scatter's
 # copy engine at AS_SHAPES, new and base; all_gather_gemm's copy engine at AG_SHAPES with 128 x 128 tiles beside the
 # planner's, and a traced step at TRACE_SHAPE; the GEMM alone at GEMM_SHAPES (one GPU); then GPU tests (TESTS: a -k
-# expression over tests/test_new_algorithms.py). Every step has its own timeout.
+# expression over TEST_FILES, default tests/test_new_algorithms.py). Every step has its own timeout.
 # Usage: STREAMK_PGAS_COMMIT=<sha> BASE_COMMIT=<sha> RS_SHAPES="..." ... bash results/logs/h100x4/run_call8.sh
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -12,18 +12,20 @@ mkdir -p $WORK
 source scripts/gpu_runs.sh
 env_info
 ROOT=$(pwd)
-base() {  # base ALG MODES SHAPE: the .base tree's run
+base() {  # base ALG MODES SHAPE [NP]: the .base tree's run
   [ -d .base ] || return 0
-  (cd .base && NP=4 TAG=base_w4 WORK=$WORK OUT=$OUT STREAMK_PGAS_COMMIT=${BASE_COMMIT:-base} PYTHONPATH=$ROOT/.base \
-    ALGORITHMS=$1 MODES=$2 ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=80 BENCH_ARGS="--timeout_s 5" SHOW=4 \
-    bash -c 'source scripts/gpu_runs.sh; overlap '$3)
+  (cd .base && NP=${4:-4} TAG=base_w${4:-4} WORK=$WORK OUT=$OUT STREAMK_PGAS_COMMIT=${BASE_COMMIT:-base} \
+    PYTHONPATH=$ROOT/.base ALGORITHMS=$1 MODES=$2 ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=80 BENCH_ARGS="--timeout_s 5" \
+    SHOW=4 bash -c 'source scripts/gpu_runs.sh; overlap '$3)
 }
-for s in ${RS_SHAPES:-}; do
-  NP=4 TAG=w4 ALGORITHMS=gemm_reduce_scatter MODES=auto,two_streams,copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=90 \
-    BENCH_ARGS="--timeout_s 5" SHOW=4 overlap $s
-  NP=4 COLLECTIVE=gemm_reduce_scatter REF_TAG=reference_w4 REF_TIMEOUT=80 ITERS=20 WARMUP=5 reference $s
-  base gemm_reduce_scatter copy_engine $s
-done
+rs_cell() {  # rs_cell NP SHAPE: gemm_reduce_scatter in auto, two_streams, copy_engine, its peers, the base copy engine
+  NP=$1 TAG=w$1 ALGORITHMS=gemm_reduce_scatter MODES=auto,two_streams,copy_engine ITERS=20 WARMUP=5 \
+    OVERLAP_TIMEOUT=90 BENCH_ARGS="--timeout_s 5" SHOW=4 overlap $2
+  NP=$1 COLLECTIVE=gemm_reduce_scatter REF_TAG=reference_w$1 REF_TIMEOUT=80 ITERS=20 WARMUP=5 reference $2
+  base gemm_reduce_scatter copy_engine $2 $1
+}
+for s in ${RS_SHAPES:-}; do rs_cell 4 $s; done
+for s in ${RS2_SHAPES:-}; do rs_cell 2 $s; done
 for s in ${AS_SHAPES:-}; do
   NP=4 TAG=w4 ALGORITHMS=all_scatter MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
     BENCH_ARGS="--timeout_s 5" SHOW=2 overlap $s
@@ -49,7 +51,7 @@ if [ -n "${GEMM_SHAPES:-}" ]; then
   gemm_bench --shapes "$GEMM_SHAPES" --plus_one 0
 fi
 if [ -n "${TESTS:-}" ]; then
-  TESTS_TIMEOUT=${TESTS_TIMEOUT:-200} gpu_tests tests/test_new_algorithms.py -k "$TESTS"
+  TESTS_TIMEOUT=${TESTS_TIMEOUT:-200} gpu_tests ${TEST_FILES:-tests/test_new_algorithms.py} -k "$TESTS"
 fi
 finish > /dev/null
 tail -n 40 $WORK/summary.txt
