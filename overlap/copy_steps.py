@@ -94,20 +94,33 @@ def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: in
     return ops
 
 
+def programs_run(target: Any) -> str | None:
+    """How a copy_engine step's GEMM programs run beside its copies on `target` (spec.Target), for sums_own_rows:
+    "at_once" on an NVIDIA GPU (the copy engines run beside the kernels), "in_order" in Triton's interpreter (the host
+    engine copies from a thread beside it: CopySchedule.run_beside), None elsewhere."""
+    if target.backend == "cuda":
+        return "at_once"
+    return "in_order" if target.interpreted else None
+
+
 @lru_cache(maxsize=256)
-def sums_own_rows(plan: Any, world: int, on_gpu: bool) -> bool:
+def sums_own_rows(plan: Any, world: int, programs_run: str | None) -> bool:
     """Whether gemm_reduce_scatter's copy_engine sums this rank's rows in the GEMM's epilogue (overlap.algorithms.
     gemm_reduce_scatter.sum_own_rows_epilogue) rather than in a kernel after the step's copies. An own tile's
-    epilogue waits for the peers' copies of its tile row, and those wait for the peers' GEMMs; so it needs: a GPU
-    (the CPU backend's host engine copies only after the kernels have run), every tile row within one rank's rows,
-    and in every program's work (`plan`: the rank's stream_k.plan.StreamKPlan, its rows rotated to end with the own
-    ones, overlap.bands.reduce_rows_shift) no tile of a peer's rows after one of its own rows: a program waiting
-    with a peer's tile still to do could close a cycle of waits across the ranks."""
-    if not on_gpu or world < 2 or not rows_within_owners(plan.M, plan.BLK_M, world):
+    epilogue waits for the peers' copies of its tile row, and those wait for the peers' GEMMs, so it needs copies
+    that run beside the GEMM, every tile row within one rank's rows, and no wait before a tile of a peer's rows
+    that the GEMM has still to do (a wait there could close a cycle of waits across the ranks). `plan`: the rank's
+    stream_k.plan.StreamKPlan, its rows rotated to end with the own ones (overlap.bands.reduce_rows_shift);
+    `programs_run`: "at_once" (a GPU: in no program's work a peer's tile after an own one), "in_order" (Triton's
+    interpreter, which runs the programs one after another, with the host engine copying beside it: no peer's tile
+    after an own one in the programs' work taken in program order), None (the copies follow the kernels: never)."""
+    if programs_run is None or world < 2 or not rows_within_owners(plan.M, plan.BLK_M, world):
         return False
     first_own = plan.tiles_m - plan.tiles_m // world  # the own rows, last in the rotated order, on every rank
+    seen_own = False
     for pid in range(plan.num_programs):
-        seen_own = False
+        if programs_run == "at_once":
+            seen_own = False
         for item in plan.work_items(pid):
             own = tile_coords_host(item.tile_id, plan.tiles_m, plan.tiles_n, plan.gsize_m)[0] >= first_own
             if seen_own and not own:

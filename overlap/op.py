@@ -209,6 +209,8 @@ class OverlapOp:
         step = self._steps.get(key)
         if step is None:
             step = self.mode.build(self.parts, kind, a, b)
+            for launch in step.kernels():  # loaded before any of the step runs (BoundLaunch.load)
+                launch.load()
             step.replay = step_graph_enabled() and kind == "step" and self.runner.comm_stream is not None
             self._steps[key] = step
             if len(self._steps) > BOUND_LAUNCHES:

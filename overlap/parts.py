@@ -25,7 +25,13 @@ from streamk_pgas.overlap.bands import reduce_rows_shift
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from streamk_pgas.overlap.config import OverlapConfig
-from streamk_pgas.overlap.copy_steps import reduce_rows_post, schedule_ops, schedule_pre_ops, sums_own_rows
+from streamk_pgas.overlap.copy_steps import (
+    programs_run,
+    reduce_rows_post,
+    schedule_ops,
+    schedule_pre_ops,
+    sums_own_rows,
+)
 from streamk_pgas.overlap.kernel_args import Gather, Move, MoveFlags, OwnRows, Step, StepFlags, constexprs
 from streamk_pgas.overlap.kernels import (
     announce_kernel,
@@ -232,16 +238,17 @@ class Parts:
     # ---- copy engines and host-queued copies ---------------------------------------------------------------
     def copy_schedule(self, a: torch.Tensor, finish: BoundLaunch, wait: bool = True) -> CopySchedule:
         assert self.alg.copy_schedule is not None and self.cfg.kernel is not None
+        own_rows = wait and self.sums_own_rows()
         ops = schedule_ops(self.alg.copy_schedule, self.bufs, a, self.heap_bases.tolist(), self.rank, self.world,
-                           self.cfg.kernel.BLK_M, finish, wait, own_rows=wait and self.sums_own_rows())
-        return CopySchedule(ops, self.copy_engine())
+                           self.cfg.kernel.BLK_M, finish, wait, own_rows=own_rows)
+        return CopySchedule(ops, self.copy_engine(), beside=own_rows)
 
     def sums_own_rows(self) -> bool:
         """Whether the copy engine's GEMM (on every program) sums this rank's rows in its epilogue (the algorithm has
         such an epilogue and copy_steps.sums_own_rows allows it), so that no add follows the step's copies."""
         assert self.cfg.total_sms is not None
         return (self.alg.own_rows_epilogue is not None and self.alg.copy_schedule == "reduce_rows"
-                and sums_own_rows(self.gemm(self.cfg.total_sms).plan, self.world, self.target.backend == "cuda"))
+                and sums_own_rows(self.gemm(self.cfg.total_sms).plan, self.world, programs_run(self.target)))
 
     def copy_pre(self, a: torch.Tensor) -> list[CopySchedule]:
         """The copies the schedule needs on the main stream before the step's start (copy_steps.schedule_pre_ops)."""

@@ -103,13 +103,16 @@ class StepRunner:
         for action in step.pre:
             action()
         if step.side is None or self.comm_stream is None:
-            if step.side is not None and step.side_first:
-                step.side()
-            for _, group in step.main:
-                for launch in group:
+            main = [launch for _, group in step.main for launch in group]
+            if getattr(step.side, "beside", False):  # the kernels wait for the copies: run them beside (the CPU)
+                step.side.run_beside(lambda: [launch() for launch in main])
+            else:
+                if step.side is not None and step.side_first:
+                    step.side()
+                for launch in main:
                     launch()
-            if step.side is not None and not step.side_first:
-                step.side()
+                if step.side is not None and not step.side_first:
+                    step.side()
             for action in step.post:
                 action()
             return

@@ -63,19 +63,23 @@ def _own_last_in_every_program(plan, world: int) -> bool:
 def test_sums_own_rows_only_where_no_program_waits_before_a_peers_tile() -> None:
     # data-parallel tiles in order: each program's own tiles come last
     plan = _plan(512, 256, 128, 8, gsize_m=2, schedule="dp")
-    assert sums_own_rows(plan, 4, on_gpu=True) and _own_last_in_every_program(plan, 4)
-    assert not sums_own_rows(plan, 4, on_gpu=False)  # the host engine copies after the kernels
-    assert not sums_own_rows(plan, 1, on_gpu=True)
+    assert sums_own_rows(plan, 4, programs_run="at_once") and _own_last_in_every_program(plan, 4)
+    assert not sums_own_rows(plan, 4, programs_run=None)  # the copies follow the kernels
+    # the interpreter runs the programs one after another: program 0's own tiles come before program 1's others
+    assert not sums_own_rows(plan, 4, programs_run="in_order")
+    one_each = _plan(256, 64, 128, 4, gsize_m=1, schedule="dp")  # a tile row per program, in order
+    assert sums_own_rows(one_each, 4, programs_run="in_order")
+    assert not sums_own_rows(plan, 1, programs_run="at_once")
     # a tile-order group taller than a rank's rows mixes own and peer tiles
     tall = _plan(512, 256, 128, 5, gsize_m=8, schedule="dp")
-    assert not sums_own_rows(tall, 4, on_gpu=True) and not _own_last_in_every_program(tall, 4)
+    assert not sums_own_rows(tall, 4, programs_run="at_once") and not _own_last_in_every_program(tall, 4)
     # tile rows that straddle two ranks' rows
-    assert not sums_own_rows(_plan(480, 256, 128, 8, gsize_m=2, schedule="dp"), 4, on_gpu=True)
+    assert not sums_own_rows(_plan(480, 256, 128, 8, gsize_m=2, schedule="dp"), 4, programs_run="at_once")
     # the Stream-K share (the last tiles: own rows) run first
     first = _plan(512, 256, 128, 12, gsize_m=2, schedule="hybrid", sk_first=True)
     assert first.sk_tiles > 0
-    assert sums_own_rows(first, 4, on_gpu=True) == _own_last_in_every_program(first, 4)
-    assert not sums_own_rows(first, 4, on_gpu=True)
+    assert sums_own_rows(first, 4, programs_run="at_once") == _own_last_in_every_program(first, 4)
+    assert not sums_own_rows(first, 4, programs_run="at_once")
 
 
 @pytest.mark.parametrize("m,programs,gsize_m,schedule,sk_first", [
@@ -84,7 +88,7 @@ def test_sums_own_rows_only_where_no_program_waits_before_a_peers_tile() -> None
 def test_sums_own_rows_is_the_order_of_every_programs_work(m: int, programs: int, gsize_m: int, schedule: str,
                                                             sk_first: bool) -> None:
     plan = _plan(m, 256, 256, programs, gsize_m=gsize_m, schedule=schedule, sk_first=sk_first)
-    assert sums_own_rows(plan, 4, on_gpu=True) == _own_last_in_every_program(plan, 4)
+    assert sums_own_rows(plan, 4, programs_run="at_once") == _own_last_in_every_program(plan, 4)
 
 
 def test_reduce_rows_copies_ready_words_after_each_band() -> None:

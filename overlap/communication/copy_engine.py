@@ -24,6 +24,7 @@ has run the GEMM, so each WaitGeq is a bounded poll that finds its count, and ea
 from __future__ import annotations
 
 import ctypes
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -206,8 +207,10 @@ class CopySchedule:
     name = "copy_schedule"
     compiled = None
 
-    def __init__(self, ops: Sequence[Op], engine: HostEngine | CudaEngine) -> None:
+    def __init__(self, ops: Sequence[Op], engine: HostEngine | CudaEngine, beside: bool = False) -> None:
         self.ops = list(ops)
+        # the step's kernels wait for these copies (copy_steps.sums_own_rows): run beside them, not after
+        self.beside = beside
         self._calls = [engine.compile(op) for op in self.ops]
         self.launches = [op.launch for op in self.ops if isinstance(op, Launch)]
         self._graphable = isinstance(engine, CudaEngine)
@@ -253,6 +256,33 @@ class CopySchedule:
             return
         for call in self._calls:
             call(stream)
+        self._runs += 1
+
+    def run_beside(self, main: Callable[[], None]) -> None:
+        """Without a stream of its own (the host engine): the copies in a thread while `main` (the step's kernels)
+        runs in this one, then, once both are done, the schedule's kernel launches (ce_finish), here: Triton's
+        interpreter runs kernels one at a time. An error in either is raised here, after both have ended."""
+        copies = [c for c, op in zip(self._calls, self.ops, strict=True) if not isinstance(op, Launch)]
+        launches = [c for c, op in zip(self._calls, self.ops, strict=True) if isinstance(op, Launch)]
+        failed: list[BaseException] = []
+
+        def run_copies() -> None:
+            try:
+                for call in copies:
+                    call(None)
+            except BaseException as exc:  # raised in the caller's thread below
+                failed.append(exc)
+
+        worker = threading.Thread(target=run_copies, name="copy_schedule", daemon=True)
+        worker.start()
+        try:
+            main()
+        finally:
+            worker.join()
+        if failed:
+            raise failed[0]
+        for call in launches:
+            call(None)
         self._runs += 1
 
 

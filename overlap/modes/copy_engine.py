@@ -16,7 +16,7 @@ from streamk_pgas.overlap.algorithms import ALGORITHMS
 from streamk_pgas.overlap.algorithms.record import GPU_RELEASE_US
 from streamk_pgas.overlap.candidates import Candidate, Problem
 from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig
-from streamk_pgas.overlap.copy_steps import sums_own_rows
+from streamk_pgas.overlap.copy_steps import programs_run, sums_own_rows
 from streamk_pgas.overlap.modes.base import ModeSteps
 from streamk_pgas.overlap.parts import Parts
 from streamk_pgas.overlap.rates import (
@@ -94,6 +94,6 @@ class CopyEngine(ModeSteps):
         if rows:
             add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6)
             if (ALGORITHMS[p.algorithm].own_rows_epilogue is not None
-                    and sums_own_rows(c.gemm.plan, p.world_size, target.backend == "cuda")):
+                    and sums_own_rows(c.gemm.plan, p.world_size, programs_run(target))):
                 add = p.world_size * local / (LOCAL_GBS * 1e6) * CE_OWN_SUM_EXPOSED
         return max(g, remote / peer) + tail + add + ops + CE_FIXED_MS["follows_gemm"] + sync_ms(p)
