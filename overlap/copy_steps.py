@@ -96,8 +96,9 @@ def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: in
 
 def programs_run(target: Any) -> str | None:
     """How a copy_engine step's GEMM programs run beside its copies on `target` (spec.Target), for sums_own_rows:
-    "at_once" on an NVIDIA GPU (the copy engines run beside the kernels), "in_order" in Triton's interpreter (the host
-    engine copies from a thread beside it: CopySchedule.run_beside), None elsewhere."""
+    "at_once" on an NVIDIA GPU (every program resident, the copy engines beside them), "in_order" in Triton's
+    interpreter (the programs one after another, the host engine copying from a thread beside it:
+    CopySchedule.run_beside), None elsewhere."""
     if target.backend == "cuda":
         return "at_once"
     return "in_order" if target.interpreted else None
@@ -111,9 +112,9 @@ def sums_own_rows(plan: Any, world: int, programs_run: str | None) -> bool:
     that run beside the GEMM, every tile row within one rank's rows, and no wait before a tile of a peer's rows
     that the GEMM has still to do (a wait there could close a cycle of waits across the ranks). `plan`: the rank's
     stream_k.plan.StreamKPlan, its rows rotated to end with the own ones (overlap.bands.reduce_rows_shift);
-    `programs_run`: "at_once" (a GPU: in no program's work a peer's tile after an own one), "in_order" (Triton's
-    interpreter, which runs the programs one after another, with the host engine copying beside it: no peer's tile
-    after an own one in the programs' work taken in program order), None (the copies follow the kernels: never)."""
+    `programs_run` (programs_run): "at_once" (programs resident together: in no program's work a peer's tile after
+    an own one), "in_order" (Triton's interpreter, which runs the programs one after another, with the host engine
+    copying beside it: no peer's tile after an own one in the programs' work taken in program order), None (never)."""
     if programs_run is None or world < 2 or not rows_within_owners(plan.M, plan.BLK_M, world):
         return False
     first_own = plan.tiles_m - plan.tiles_m // world  # the own rows, last in the rotated order, on every rank

@@ -209,8 +209,6 @@ class OverlapOp:
         step = self._steps.get(key)
         if step is None:
             step = self.mode.build(self.parts, kind, a, b)
-            for launch in step.kernels():  # loaded before any of the step runs (BoundLaunch.load)
-                launch.load()
             step.replay = step_graph_enabled() and kind == "step" and self.runner.comm_stream is not None
             self._steps[key] = step
             if len(self._steps) > BOUND_LAUNCHES:
@@ -265,11 +263,17 @@ class OverlapOp:
         two_streams the GEMM kernel waits for work of the communication stream (and the communication kernel for
         the GEMM's tiles), so a first launch there could deadlock. Run in sequence, each kernel finishes on its
         own: the arrival is announced first, the GEMM's joining programs move every tile, and the communication
-        kernel finds none left (or moves all of them when GEMM programs do not join)."""
+        kernel finds none left (or moves all of them when GEMM programs do not join). A step whose GEMM waits for
+        side work queued after it (StepLaunches.needs_both: copy_engine summing the own rows) cannot run in one
+        stream's order: its kernels are only loaded (BoundLaunch.load)."""
         if step.side is None or self.runner.comm_stream is None or kind in self._preloaded:
             return
-        for launch in [*self.preload_launches(), *step.launches()]:
-            launch()
+        if step.needs_both:  # not runnable in one stream's order: its kernels loaded, none run
+            for launch in step.kernels():
+                launch.load()
+        else:
+            for launch in [*self.preload_launches(), *step.launches()]:
+                launch()
         torch.cuda.synchronize(self.device)
         self.shmem.barrier()
         self.check_errors()

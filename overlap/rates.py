@@ -32,9 +32,6 @@ CE_OP_US = 1.5  # the device's cost of one stream operation (a wait, a copy's st
 # graph: ~0.03 ms at 2048 x 4096 x 14336, within 0.03 of the model at 8192^3 .. 4096 x 57344 x 8192,
 # results/logs/h100x4/ce-6f13f82)
 CE_FIXED_MS = {"gather": 0.1, "follows_gemm": 0.03}
-# The share of the W slots' sum (W reads and one write of the own rows at device-memory speed) that the GEMM's
-# epilogue of its own rows leaves exposed where it sums them (overlap.copy_steps.sums_own_rows)
-CE_OWN_SUM_EXPOSED = 0.5
 
 
 def release_ms(c: Candidate, us_per_wave: float) -> float:

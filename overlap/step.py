@@ -43,6 +43,9 @@ class StepLaunches:
     side_name: str = "comm"
     post: list[Callable[[], Any]] = field(default_factory=list)
     side_first: bool = False  # the main launches wait on the side one (all_gather_gemm): run in order, it goes first
+    # the main launches wait for side work queued after them (copy_engine's GEMM summing its own rows): the step runs
+    # only with both streams at once (or the host engine beside the interpreter), never in one stream's order
+    needs_both: bool = False
     pre_name: str = "start"  # the spans of `pre` and `post` in the benchmark's timing
     post_name: str = "compact"
     replay: bool = False  # replayed from one CUDA graph after STEP_GRAPH_AFTER calls

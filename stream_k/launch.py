@@ -96,11 +96,9 @@ class BoundLaunch:
 
 
     def load(self) -> None:
-        """Compile the kernel and load it into the device's context, without launching it (a GPU; nothing in the
-        interpreter or once launched). CUDA loads a kernel lazily at its first launch, and that load may wait for
-        the device to go idle: a kernel of the same step that waits for work queued after it (copy_engine's GEMM
-        waits for copies queued beside it, then the step's ce_finish) would keep the device busy until its wait
-        gives up."""
+        """Compile the kernel and load it into the device's context without launching it (a GPU; nothing in the
+        interpreter or once launched): CUDA loads a kernel lazily at its first launch, and that load may wait for
+        the device to go idle."""
         if self.compiled is not None or interpreted() or not torch.cuda.is_available():
             return
         compiled = self.kernel.warmup(**self.args, **self.options, grid=(self.programs,))

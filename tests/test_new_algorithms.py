@@ -68,10 +68,11 @@ def test_every_mode_with_unaligned_n_on_four_ranks(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_copy_engine_gemm_sums_its_own_rows(tmp_path: Path) -> None:
-    """gemm_reduce_scatter's copy_engine at a shape whose tile rows lie within one rank's rows, C poisoned between
-    steps: the GEMM's epilogue sums the own rows once the peers' copies have landed (the OK line says own_rows);
-    on GPUs 200 steps back to back, then the same op with rotating user tensors and graph replays; on the CPU (the
-    host engine copying from a thread beside the interpreter) 3 steps, a tile row per rank, one tile column."""
+    """gemm_reduce_scatter's copy_engine at a shape whose tile rows lie within one rank's rows (bands cut per owner),
+    C poisoned between steps: the GEMM's epilogue sums the own rows once the peers' copies have landed (the OK line
+    says own_rows). On GPUs 200 steps back to back, then the same op with rotating user tensors and graph replays;
+    on the CPU (the host engine copying from a thread beside the interpreter) 3 steps, a tile row per rank, one
+    tile column."""
     skip_unless_ranks(4)
     gpu = on_gpu()
     # GPU: 192 tiles on 132 programs (fp32, 128 x 64 tiles), so programs take a peer's tile and then an own one

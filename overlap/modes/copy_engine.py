@@ -12,11 +12,9 @@ from __future__ import annotations
 import torch
 
 from streamk_pgas import spec
-from streamk_pgas.overlap.algorithms import ALGORITHMS
 from streamk_pgas.overlap.algorithms.record import GPU_RELEASE_US
 from streamk_pgas.overlap.candidates import Candidate, Problem
 from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig
-from streamk_pgas.overlap.copy_steps import programs_run, sums_own_rows
 from streamk_pgas.overlap.modes.base import ModeSteps
 from streamk_pgas.overlap.parts import Parts
 from streamk_pgas.overlap.rates import (
@@ -24,7 +22,6 @@ from streamk_pgas.overlap.rates import (
     CE_FIXED_MS,
     CE_LOCAL_GBS,
     CE_OP_US,
-    CE_OWN_SUM_EXPOSED,
     CE_PEER_GBS,
     CE_SWITCH_GBS,
     LOCAL_GBS,
@@ -48,8 +45,11 @@ class CopyEngine(ModeSteps):
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
         step = StepLaunches("step", pre=[*parts.copy_pre(a), parts.ce_start()], main=[("gemm", [gemm])],
                             side=schedule, side_name="copy", side_first=alg.gathers_a, post_name="add")
-        if alg.copy_schedule == "reduce_rows" and not parts.sums_own_rows():  # else the GEMM's epilogue sums them
-            step.post = [parts.reduce_rows_post()]
+        if alg.copy_schedule == "reduce_rows":
+            if parts.sums_own_rows():  # the GEMM's epilogue sums them, once the copies queued beside it have landed
+                step.needs_both = True
+            else:
+                step.post = [parts.reduce_rows_post()]
         return step
 
     def comm_alone(self, parts: Parts, a: torch.Tensor) -> StepLaunches:
@@ -87,13 +87,7 @@ class CopyEngine(ModeSteps):
         # gemm_reduce_scatter's GEMM ends with the rank's own rows (nothing to copy: overlap.bands.reduce_rows_shift)
         rows = p.spec.family.output == "rows"
         tail = 0.0 if rows else remote / peer / CE_BANDS
-        # gemm_reduce_scatter's sum of the W slots (its rows written): in the GEMM's epilogue of the own rows, where
-        # it can (copy_steps.sums_own_rows; the share of its memory time the GEMM does not hide), else after the
-        # copies (copy_steps.reduce_rows_post)
-        add = 0.0
-        if rows:
-            add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6)
-            if (ALGORITHMS[p.algorithm].own_rows_epilogue is not None
-                    and sums_own_rows(c.gemm.plan, p.world_size, programs_run(target))):
-                add = p.world_size * local / (LOCAL_GBS * 1e6) * CE_OWN_SUM_EXPOSED
+        # gemm_reduce_scatter's sum after the copies: W slots read, its rows written (copy_steps.reduce_rows_post;
+        # on GPUs always: copy_steps.programs_run)
+        add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6) if rows else 0.0
         return max(g, remote / peer) + tail + add + ops + CE_FIXED_MS["follows_gemm"] + sync_ms(p)
