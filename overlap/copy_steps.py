@@ -94,13 +94,17 @@ def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: in
     return ops
 
 
+CE_OWN_ROWS_ENV = "STREAMK_PGAS_CE_OWN_ROWS"  # 1: on GPUs the GEMM's epilogue sums the own rows (0, the default)
+
+
 def programs_run(target: Any) -> str | None:
     """How a copy_engine step's GEMM programs run beside its copies on `target` (spec.Target), for sums_own_rows:
-    "at_once" on an NVIDIA GPU (every program resident, the copy engines beside them), "in_order" in Triton's
-    interpreter (the programs one after another, the host engine copying from a thread beside it:
-    CopySchedule.run_beside), None elsewhere."""
+    "in_order" in Triton's interpreter (the programs one after another, the host engine copying from a thread beside
+    it: CopySchedule.run_beside); on an NVIDIA GPU "at_once" (every program resident, the copy engines beside them)
+    with STREAMK_PGAS_CE_OWN_ROWS=1, an experiment not yet measured there, else None (the sum after the copies); a
+    bad value of the variable raises iris_ops.errors.ConfigError naming it."""
     if target.backend == "cuda":
-        return "at_once"
+        return "at_once" if flag_from_env(CE_OWN_ROWS_ENV, False) else None
     return "in_order" if target.interpreted else None
 
 

@@ -16,11 +16,13 @@ import triton.language as tl
 from streamk_pgas.iris_ops.context import device_context
 from streamk_pgas.iris_ops.device import ERR_PEER_ROWS, ERROR_KIND_SCALE, ERROR_WORDS, TIMER_LOGICAL, decode_error
 from streamk_pgas.iris_ops.env import interpreted
+from streamk_pgas.iris_ops.errors import ConfigError
 from streamk_pgas.overlap.algorithms.gemm_reduce_scatter import sum_own_rows_epilogue
 from streamk_pgas.overlap.bands import row_bands, rows_within_owners
 from streamk_pgas.overlap.communication.copy_engine import Copy2D, CopySchedule, HostEngine, band_counts
-from streamk_pgas.overlap.copy_steps import Peers, reduce_rows_ops, sums_own_rows
+from streamk_pgas.overlap.copy_steps import CE_OWN_ROWS_ENV, Peers, programs_run, reduce_rows_ops, sums_own_rows
 from streamk_pgas.overlap.kernel_args import OwnRows
+from streamk_pgas.spec.target import known_target
 from streamk_pgas.stream_k.plan import plan_streamk
 from streamk_pgas.stream_k.tiles import tile_coords_host
 
@@ -89,6 +91,19 @@ def test_sums_own_rows_is_the_order_of_every_programs_work(m: int, programs: int
                                                             sk_first: bool) -> None:
     plan = _plan(m, 256, 256, programs, gsize_m=gsize_m, schedule=schedule, sk_first=sk_first)
     assert sums_own_rows(plan, 4, programs_run="at_once") == _own_last_in_every_program(plan, 4)
+
+
+def test_programs_run_by_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interpreter sums the own rows where the order allows; a GPU only with STREAMK_PGAS_CE_OWN_ROWS=1."""
+    monkeypatch.delenv(CE_OWN_ROWS_ENV, raising=False)
+    assert programs_run(known_target("interpreter")) == "in_order"
+    assert programs_run(known_target("h100")) is None
+    assert programs_run(known_target("mi300x")) is None
+    monkeypatch.setenv(CE_OWN_ROWS_ENV, "1")
+    assert programs_run(known_target("h100")) == "at_once"
+    monkeypatch.setenv(CE_OWN_ROWS_ENV, "yes please")
+    with pytest.raises(ConfigError, match=CE_OWN_ROWS_ENV):
+        programs_run(known_target("h100"))
 
 
 def test_reduce_rows_copies_ready_words_after_each_band() -> None:
