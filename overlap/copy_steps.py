@@ -103,9 +103,15 @@ def programs_run(target: Any) -> str | None:
     it: CopySchedule.run_beside); on an NVIDIA GPU "at_once" (every program resident, the copy engines beside them)
     with STREAMK_PGAS_CE_OWN_ROWS=1, an experiment not yet measured there, else None (the sum after the copies); a
     bad value of the variable raises iris_ops.errors.ConfigError naming it."""
+    on_gpus = own_rows_on_gpus()
     if target.backend == "cuda":
-        return "at_once" if flag_from_env(CE_OWN_ROWS_ENV, False) else None
+        return "at_once" if on_gpus else None
     return "in_order" if target.interpreted else None
+
+
+def own_rows_on_gpus() -> bool:
+    """STREAMK_PGAS_CE_OWN_ROWS (default 0); a bad value raises iris_ops.errors.ConfigError naming it."""
+    return flag_from_env(CE_OWN_ROWS_ENV, False)
 
 
 @lru_cache(maxsize=256)
