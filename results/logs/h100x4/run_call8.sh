@@ -4,6 +4,7 @@
 # copy engine at AS_SHAPES, new and base; all_gather_gemm's copy engine at AG_SHAPES with 128 x 128 tiles beside the
 # planner's, and a traced step at TRACE_SHAPE; the GEMM alone at GEMM_SHAPES (one GPU); then GPU tests (TESTS: a -k
 # expression over TEST_FILES, default tests/test_new_algorithms.py). Every step has its own timeout.
+# OWN_ROWS=1: gemm_reduce_scatter's copy engine also with STREAMK_PGAS_CE_OWN_ROWS=1 (tag w<NP>_own).
 # Usage: STREAMK_PGAS_COMMIT=<sha> BASE_COMMIT=<sha> RS_SHAPES="..." ... bash results/logs/h100x4/run_call8.sh
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -21,6 +22,10 @@ base() {  # base ALG MODES SHAPE [NP]: the .base tree's run
 rs_cell() {  # rs_cell NP SHAPE: gemm_reduce_scatter in auto, two_streams, copy_engine, its peers, the base copy engine
   NP=$1 TAG=w$1 ALGORITHMS=gemm_reduce_scatter MODES=auto,two_streams,copy_engine ITERS=20 WARMUP=5 \
     OVERLAP_TIMEOUT=90 BENCH_ARGS="--timeout_s 5" SHOW=4 overlap $2
+  if [ "${OWN_ROWS:-0}" = 1 ]; then  # the copy engine whose GEMM sums its own rows (STREAMK_PGAS_CE_OWN_ROWS=1)
+    STREAMK_PGAS_CE_OWN_ROWS=1 NP=$1 TAG=w$1_own ALGORITHMS=gemm_reduce_scatter MODES=copy_engine ITERS=20 WARMUP=5 \
+      OVERLAP_TIMEOUT=60 BENCH_ARGS="--timeout_s 5" SHOW=2 overlap $2
+  fi
   NP=$1 COLLECTIVE=gemm_reduce_scatter REF_TAG=reference_w$1 REF_TIMEOUT=80 ITERS=20 WARMUP=5 reference $2
   base gemm_reduce_scatter copy_engine $2 $1
 }
