@@ -266,10 +266,10 @@ def host_us_per_call(
 
 
 class CapturedStep:
-    """One step captured in a CUDA graph (after the caller's eager warm-up), replayed by calling it. With a
+    """`calls` steps captured in one CUDA graph (after the caller's eager warm-up), replayed by calling it. With a
     watch, the eager step's wait is bounded and the watch is paused during the capture (see harness.device_watch)."""
 
-    def __init__(self, step: Callable[[], None], watch: DeviceWatch | None = None) -> None:
+    def __init__(self, step: Callable[[], None], watch: DeviceWatch | None = None, calls: int = 1) -> None:
         import torch
 
         self.graph = torch.cuda.CUDAGraph()
@@ -281,7 +281,8 @@ class CapturedStep:
         device_sync(watch)  # drained here, watched: torch.cuda.graph drains again on entry, with the watch paused
         with watch.paused() if watch is not None else nullcontext():
             with torch.cuda.graph(self.graph):
-                step()
+                for _ in range(calls):
+                    step()
         device_sync(watch)
 
     def __call__(self) -> None:

@@ -41,13 +41,20 @@ def test_runs_validates_and_writes_every_output(tmp_path: Path) -> None:
     for r in rows:
         assert r["validated"] == "True" and float(r["time_us"]) > 0, r
         assert float(r["busbw_gbs"]) == pytest.approx(float(r["algbw_gbs"]) * comm_bench.bus_factor(2))
+        if on_gpu() and r["graph_us"]:  # graph replays: the same bytes in the time of a replayed call
+            assert float(r["graph_busbw_gbs"]) == pytest.approx(int(r["bytes"]) / float(r["graph_us"]) / 1e3
+                                                                 * comm_bench.bus_factor(2))
+        else:
+            assert r["graph_us"] == "" and r["graph_busbw_gbs"] == "", r  # no graphs on the CPU backend
+    if on_gpu():  # ours replays from a graph
+        assert all(r["graph_us"] for r in rows if r["implementation"] == "streamk-pgas"), rows
     record = json.loads(files["json"].read_text())
     assert record["world_size"] == 2 and len(record["rows"]) == len(rows)
     assert files["png"].stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("flag", [["--sizes", "1TiB"], ["--algorithms", "all_scatter"], ["--programs", "0"],
-                                  ["--references", "rccl"], ["--iters", "0"]])
+                                  ["--references", "rccl"], ["--iters", "0"], ["--graph", "2"]])
 def test_bad_flag_is_one_line_and_exit_2(flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """Refused before any heap or process group is made (main returns 2 in this process)."""
     assert comm_bench.main(flag) == 2

@@ -17,8 +17,12 @@ What runs, for each |C| (bytes of C, `--datatype` elements; C is M x N, rows of 
 
 Timing (harness.timing.time_loop, what a model sees): after `--warmup` calls, `--iters` calls back to back
 between two device events, the slowest rank's time over the call count; the median of 5 such loops, each after
-a host barrier and a device-side barrier of every rank's stream (iris_ops.DeviceBarrier). Reported as nccl-tests
-defines it: algbw = |C| / time, busbw = algbw * 2(W-1)/W (an all-reduce's bus bandwidth, whatever its algorithm).
+a host barrier and a device-side barrier of every rank's stream (iris_ops.DeviceBarrier). On GPUs also from CUDA
+graphs (`--graph 1`, the default there): GRAPH_CALLS calls captured in one graph (harness.timing.CapturedStep),
+the replays timed the same way, per call: the device's time without the host's launch cost, which at small |C|
+can exceed a call's device time (a capture that fails is one line naming the implementation, its time left empty).
+Reported as nccl-tests defines it: algbw = |C| / time, busbw = algbw * 2(W-1)/W (an all-reduce's bus bandwidth,
+whatever its algorithm); in the table a graph-replay time follows a "g".
 
 Validation, once per size and implementation before timing: each rank's input is seeded random data; ours must
 give C equal bit for bit to the sum of every rank's input added in rank order in fp32 (its promise), the
@@ -48,6 +52,7 @@ ALGORITHMS = ("all_reduce", "one_shot")  # the reduce family: C on every rank, f
 REFERENCES = ("nccl", "symm_mem_one_shot", "symm_mem_two_shot")
 GPU_SIZES = tuple(1 << s for s in range(20, 31, 2))  # 1 MiB .. 1 GiB
 CPU_SIZES = (1 << 13,)
+GRAPH_CALLS = 10  # calls captured in one CUDA graph for the graph-replay time
 _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "kb": 1 << 10, "mib": 1 << 20, "mb": 1 << 20, "gib": 1 << 30, "gb": 1 << 30}
 
 
@@ -115,15 +120,34 @@ class Bench:
         self.failures = 0
 
     # ---- timing and checks ------------------------------------------------------------------------------
-    def time(self, call: Any) -> dict[str, float]:
+    def time(self, call: Any, what: str = "") -> dict[str, float | None]:
+        """Back to back (median, min, max ms a call) and, on GPUs with --graph 1, from graph replays (graph_ms)."""
+        per_call = self._loop(call, 1)
+        times: dict[str, float | None] = {"median_ms": per_call[len(per_call) // 2], "min_ms": per_call[0],
+                                          "max_ms": per_call[-1], "graph_ms": None}
+        if self.gpu and self.args.graph:
+            from streamk_pgas.harness.timing import CapturedStep
+
+            try:
+                graph = CapturedStep(call, calls=GRAPH_CALLS)
+            except Exception as exc:  # a capture the implementation does not support: its graph time left empty
+                self.say(f"note: {what}: no graph-replay time ({type(exc).__name__}: {str(exc)[:120]})")
+                torch.cuda.synchronize()
+                return times
+            replays = self._loop(graph, GRAPH_CALLS)
+            times["graph_ms"] = replays[len(replays) // 2]
+        return times
+
+    def _loop(self, call: Any, calls_each: int) -> list[float]:
+        """Sorted ms per call of `call` (which makes `calls_each` calls), back to back (harness.timing.time_loop)."""
         from streamk_pgas.harness.timing import time_loop
 
-        per_call = time_loop(call, iters=self.args.iters, warmup=self.args.warmup, barrier=self.shmem.barrier,
-                             use_events=self.gpu, allgather=self.shmem.allgather,
-                             start_sync=(lambda _i: self.barrier_dev()) if self.gpu else None,
-                             repeats=5 if self.gpu else 2)
-        per_call.sort()
-        return {"median_ms": per_call[len(per_call) // 2], "min_ms": per_call[0], "max_ms": per_call[-1]}
+        iters = max(1, self.args.iters // calls_each)
+        per = time_loop(call, iters=iters, warmup=max(1, self.args.warmup // calls_each), barrier=self.shmem.barrier,
+                        use_events=self.gpu, allgather=self.shmem.allgather,
+                        start_sync=(lambda _i: self.barrier_dev()) if self.gpu else None,
+                        repeats=5 if self.gpu else 2)
+        return sorted(x / calls_each for x in per)
 
     def agree(self, ok: bool, what: str) -> bool:
         """Every rank's check result; a failure is one line on rank 0 naming the ranks."""
@@ -138,15 +162,19 @@ class Bench:
         if self.rank == 0:
             print(text, flush=True)
 
-    def record(self, impl: str, algorithm: str, nbytes: int, programs: int | None, times: dict[str, float],
+    def record(self, impl: str, algorithm: str, nbytes: int, programs: int | None, times: dict[str, float | None],
                valid: bool, note: str = "") -> None:
-        t = times["median_ms"] / 1e3
-        algbw = nbytes / t / 1e9
+        median, graph = times["median_ms"], times["graph_ms"]
+        assert median is not None and times["min_ms"] is not None and times["max_ms"] is not None
+        algbw = nbytes / (median / 1e3) / 1e9
+        graph_bus = nbytes / (graph / 1e3) / 1e9 * bus_factor(self.world) if graph else None
         self.rows.append({"implementation": impl, "algorithm": algorithm, "bytes": nbytes, "programs": programs,
                           "world_size": self.world, "datatype": self.args.datatype,
-                          "time_us": times["median_ms"] * 1e3, "min_us": times["min_ms"] * 1e3,
+                          "time_us": median * 1e3, "min_us": times["min_ms"] * 1e3,
                           "max_us": times["max_ms"] * 1e3, "algbw_gbs": algbw,
-                          "busbw_gbs": algbw * bus_factor(self.world), "validated": valid, "note": note})
+                          "busbw_gbs": algbw * bus_factor(self.world),
+                          "graph_us": graph * 1e3 if graph else None, "graph_busbw_gbs": graph_bus,
+                          "validated": valid, "note": note})
 
     # ---- ours ---------------------------------------------------------------------------------------------
     def ours(self, alg: str, nbytes: int) -> None:
@@ -169,7 +197,7 @@ class Bench:
         want = rank_order_sum(self.world, (m, n), self.tdtype, self.device)
         valid = self.agree(torch.equal(op.c.contiguous(), want),
                            f"{alg} on {programs} programs, |C| {human(nbytes)}: C is not the rank-order sum")
-        times = self.time(lambda: op.run(step))
+        times = self.time(lambda: op.run(step), f"{alg} on {programs} programs")
         op.check_errors()
         self.record("streamk-pgas", alg, nbytes, programs, times, valid)
 
@@ -208,7 +236,7 @@ class Bench:
         want = rank_order_sum(self.world, (m, n), self.tdtype, self.device).float()
         err = float(torch.linalg.norm(out.float() - want) / torch.linalg.norm(want))
         valid = self.agree(err <= TOLERANCE[self.args.datatype], f"{name}, |C| {human(nbytes)}: error {err:.3g}")
-        times = self.time(call)
+        times = self.time(call, impl)
         self.record(impl, "all_reduce", nbytes, None, times, valid)
         self.shmem.barrier()
 
@@ -242,7 +270,8 @@ class Bench:
                 cells.append(f"{'-':>26}")
                 continue
             p = f" p{r['programs']}" if r["programs"] else ""
-            cells.append(f"{r['time_us']:9.1f}us {r['busbw_gbs']:6.1f}GB/s{p:>5}")
+            g = f" g{r['graph_us']:.1f}" if r["graph_us"] else ""
+            cells.append(f"{r['time_us']:9.1f}us{g} {r['busbw_gbs']:6.1f}GB/s{p:>5}")
         return f"{human(nbytes):>8} | " + " | ".join(cells)
 
     def header(self) -> str:
@@ -334,6 +363,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--datatype", default="fp32" if on_cpu else "bf16", choices=("bf16", "fp16", "fp32"))
     ap.add_argument("--iters", type=int, default=1 if on_cpu else 20)
     ap.add_argument("--warmup", type=int, default=1 if on_cpu else 5)
+    ap.add_argument("--graph", type=int, choices=(0, 1), default=0 if on_cpu else 1,
+                    help="1: also time each implementation from CUDA graph replays (GPUs; default 1 there)")
     ap.add_argument("--timeout_s", type=float, default=30.0)
     ap.add_argument("--csv", default="")
     ap.add_argument("--json", default="")
