@@ -1,8 +1,10 @@
 #!/bin/bash
 # One call on a 4-GPU machine: gemm_reduce_scatter at RS_SHAPES (W = 4) and RS2_SHAPES (W = 2) in auto, two_streams
 # and copy_engine beside its peers and beside the copy engine of the tree in .base (BASE_COMMIT, plain files); all_scatter's
-# copy engine at AS_SHAPES, new and base; all_gather_gemm's copy engine at AG_SHAPES with 128 x 128 tiles beside the
-# planner's, and a traced step at TRACE_SHAPE; the GEMM alone at GEMM_SHAPES (one GPU); then GPU tests (TESTS: a -k
+# copy engine at AS_SHAPES, new and base; all_gather_gemm's copy engine at AG_SHAPES beside the same with the flags of
+# AG_VARIANTS (';'-separated tag=flags, default "n128=--BLK_N 128"), the .base tree's copy engine with the variables of
+# AG_BASE_ENV set (e.g. a branch's experiment switch), its peers with AG_REFS=1; the reduce family's communication alone
+# at W = 4 (tools.comm_bench, COMM_SIZES, COMM_PROGRAMS); a traced step at TRACE_SHAPE; the GEMM alone at GEMM_SHAPES (one GPU); then GPU tests (TESTS: a -k
 # expression over TEST_FILES, default tests/test_new_algorithms.py). Every step has its own timeout.
 # OWN_ROWS=1: gemm_reduce_scatter's copy engine also with STREAMK_PGAS_CE_OWN_ROWS=1 (tag w<NP>_own).
 # Usage: STREAMK_PGAS_COMMIT=<sha> BASE_COMMIT=<sha> RS_SHAPES="..." ... bash results/logs/h100x4/run_call8.sh
@@ -39,9 +41,21 @@ done
 for s in ${AG_SHAPES:-}; do
   NP=4 TAG=w4 ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
     BENCH_ARGS="--timeout_s 5" SHOW=2 overlap $s
-  NP=4 TAG=w4_n128 ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
-    BENCH_ARGS="--timeout_s 5 --BLK_N 128" SHOW=2 overlap $s
+  IFS=';' read -ra variants <<< "${AG_VARIANTS:-n128=--BLK_N 128}"
+  for v in "${variants[@]}"; do  # tag=flags: the copy engine with those flags beside the planner's
+    NP=4 TAG=w4_${v%%=*} ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
+      BENCH_ARGS="--timeout_s 5 ${v#*=}" SHOW=2 overlap $s
+  done
+  if [ -n "${AG_BASE_ENV:-}" ] && [ -d .base ]; then  # the .base tree's copy engine with these variables set
+    (export $AG_BASE_ENV; base all_gather_gemm copy_engine $s)
+  fi
+  if [ "${AG_REFS:-0}" = 1 ]; then
+    NP=4 COLLECTIVE=all_gather_gemm REF_TAG=reference_w4 REF_TIMEOUT=80 ITERS=20 WARMUP=5 reference $s
+  fi
 done
+if [ -n "${COMM_SIZES:-}" ]; then  # the reduce family's communication alone at W = 4, back to back and from graphs
+  NP=4 COMM_TIMEOUT=200 comm_bench comm_w4 --sizes "$COMM_SIZES" --programs "${COMM_PROGRAMS:-8,32,64}"
+fi
 if [ -n "${TRACE_SHAPE:-}" ]; then
   IFS=x read -r tM tN tK <<< "$TRACE_SHAPE"; mkdir -p $WORK/trace
   for tmode in ${TRACE_MODES:-copy_engine}; do
