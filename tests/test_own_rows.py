@@ -7,6 +7,7 @@ after the kernels have run, so the op keeps the sum after the copies there."""
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 import torch
@@ -19,7 +20,14 @@ from streamk_pgas.iris_ops.env import interpreted
 from streamk_pgas.iris_ops.errors import ConfigError
 from streamk_pgas.overlap.algorithms.gemm_reduce_scatter import sum_own_rows_epilogue
 from streamk_pgas.overlap.bands import row_bands, rows_within_owners
-from streamk_pgas.overlap.communication.copy_engine import Copy2D, CopySchedule, HostEngine, band_counts
+from streamk_pgas.overlap.communication.copy_engine import (
+    Copy2D,
+    CopySchedule,
+    HostEngine,
+    Launch,
+    WaitGeq,
+    band_counts,
+)
 from streamk_pgas.overlap.copy_steps import CE_OWN_ROWS_ENV, Peers, programs_run, reduce_rows_ops, sums_own_rows
 from streamk_pgas.overlap.kernel_args import OwnRows
 from streamk_pgas.spec.target import known_target
@@ -140,6 +148,38 @@ def test_reduce_rows_copies_ready_words_after_each_band() -> None:
     assert ready_peer.view(world, n_rb)[rank, :n_rb // world].tolist() == [epoch] * (n_rb // world)
     assert ready_peer.view(world, n_rb)[rank, n_rb // world:].tolist() == [0] * (n_rb // world)
     assert ready_peer.view(world, n_rb)[0].tolist() == [0] * n_rb
+
+
+def test_run_beside_copies_while_main_runs_and_raises_after_both() -> None:
+    """The host engine's copies in a thread beside `main`: a copy that waits for a word `main` sets lands while main
+    runs; the schedule's launches run after both; a copy that gives up raises here once main has ended."""
+    word = torch.zeros(1, dtype=torch.int32)
+    src, dst = torch.arange(8, dtype=torch.float32), torch.zeros(8)
+    order: list[str] = []
+
+    class Probe:
+        def __call__(self, stream: object = None) -> None:
+            order.append("launch")
+
+    ops = [WaitGeq(word.data_ptr(), 1), Copy2D(dst.data_ptr(), 32, src.data_ptr(), 32, 32, 1), Launch(Probe())]
+    schedule = CopySchedule(ops, HostEngine(5.0), beside=True)
+
+    def main() -> None:
+        order.append("main")
+        word[0] = 1  # what the GEMM's count would be
+        deadline = time.monotonic() + 5
+        while not torch.equal(dst, src) and time.monotonic() < deadline:
+            time.sleep(1e-3)
+        order.append("copied" if torch.equal(dst, src) else "not copied")
+
+    schedule.run_beside(main)
+    assert order == ["main", "copied", "launch"]
+    never = torch.zeros(1, dtype=torch.int32)  # a count nothing sets
+    stuck = CopySchedule([WaitGeq(never.data_ptr(), 1), Launch(Probe())], HostEngine(0.2), beside=True)
+    ran: list[str] = []
+    with pytest.raises(TimeoutError, match="stayed at 0"):
+        stuck.run_beside(lambda: ran.append("main"))
+    assert ran == ["main"] and order.count("launch") == 1  # no launch after a copy gave up
 
 
 @triton.jit
