@@ -201,8 +201,8 @@ class CopySchedule:
 
     On a GPU the operations are queued one by one the first time (each a driver call of several
     microseconds), then captured once into a CUDA graph on the op's communication stream, and every later
-    call replays that graph: one launch per step. Inside a caller's own graph capture they are queued one
-    by one, so they become part of that graph."""
+    call replays that graph: one launch per step (not a schedule whose step's kernels wait for it: `beside`).
+    Inside a caller's own graph capture they are queued one by one, so they become part of that graph."""
 
     name = "copy_schedule"
     compiled = None
@@ -213,7 +213,10 @@ class CopySchedule:
         self.beside = beside
         self._calls = [engine.compile(op) for op in self.ops]
         self.launches = [op.launch for op in self.ops if isinstance(op, Launch)]
-        self._graphable = isinstance(engine, CudaEngine)
+        # Not where kernels wait for these copies: a capture (torch.cuda.graph) first synchronizes the device, which
+        # would wait for a GEMM queued before the copies it waits for; such a step replays from the op's own graph
+        # of the whole step (overlap.step.StepRunner), inside whose capture the operations are queued one by one.
+        self._graphable = isinstance(engine, CudaEngine) and not beside
         self._runs = 0
         self._graph: Any = None
         self._graph_stream: Any = None
