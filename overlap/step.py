@@ -43,15 +43,19 @@ class StepLaunches:
     side_name: str = "comm"
     post: list[Callable[[], Any]] = field(default_factory=list)
     side_first: bool = False  # the main launches wait on the side one (all_gather_gemm): run in order, it goes first
-    # the main launches wait for side work queued after them (copy_engine's GEMM summing its own rows): the step runs
-    # only with both streams at once (or the host engine beside the interpreter), never in one stream's order
-    needs_both: bool = False
     pre_name: str = "start"  # the spans of `pre` and `post` in the benchmark's timing
     post_name: str = "compact"
     replay: bool = False  # replayed from one CUDA graph after STEP_GRAPH_AFTER calls
     runs: int = 0
     graph: Any = None
     released: bool = False  # release of the caller's A and B from its launches tried after its first run
+
+    @property
+    def needs_both(self) -> bool:
+        """The main launches wait for side work queued after them (a copy schedule run `beside` them: copy_engine's
+        GEMM summing its own rows): the step runs only with both streams at once (or the host engine beside the
+        interpreter), never in one stream's order."""
+        return bool(getattr(self.side, "beside", False))
 
     def launches(self) -> list[Launchable]:
         """Every launch of the step (post actions aside) in the order a single stream would run them."""
@@ -107,7 +111,7 @@ class StepRunner:
             action()
         if step.side is None or self.comm_stream is None:
             main = [launch for _, group in step.main for launch in group]
-            if getattr(step.side, "beside", False):  # the kernels wait for the copies: run them beside (the CPU)
+            if step.needs_both:  # the kernels wait for the copies: the host engine runs them beside (the CPU)
                 step.side.run_beside(lambda: [launch() for launch in main])
             else:
                 if step.side is not None and step.side_first:

@@ -45,11 +45,8 @@ class CopyEngine(ModeSteps):
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
         step = StepLaunches("step", pre=[*parts.copy_pre(a), parts.ce_start()], main=[("gemm", [gemm])],
                             side=schedule, side_name="copy", side_first=alg.gathers_a, post_name="add")
-        if alg.copy_schedule == "reduce_rows":
-            if parts.sums_own_rows():  # the GEMM's epilogue sums them, once the copies queued beside it have landed
-                step.needs_both = True
-            else:
-                step.post = [parts.reduce_rows_post()]
+        if alg.copy_schedule == "reduce_rows" and not schedule.beside:  # else the GEMM's epilogue sums the own rows
+            step.post = [parts.reduce_rows_post()]
         return step
 
     def comm_alone(self, parts: Parts, a: torch.Tensor) -> StepLaunches:
