@@ -32,7 +32,7 @@ from streamk_pgas.iris_ops.device import ERR_PEER_ROWS, translate
 from streamk_pgas.overlap.algorithms.all_reduce import signal_owner_epilogue
 from streamk_pgas.overlap.algorithms.record import SYS_RELEASE_US, AlgorithmRecord, Rates, rows_for_loads_in_flight
 from streamk_pgas.overlap.communication.comm_loop import rank_order_sum, subtile_offsets
-from streamk_pgas.overlap.communication.copy_engine import store_and_count
+from streamk_pgas.overlap.communication.copy_engine import rank_order_slots, store_and_count
 
 _ERR_PEER_ROWS: tl.constexpr = tl.constexpr(ERR_PEER_ROWS)
 _OWN_SUM_ELEMENTS: tl.constexpr = tl.constexpr(8192)  # one sub-tile of the epilogue's sum (W loads of it in flight)
@@ -64,8 +64,8 @@ def sum_own_rows_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile
     """EPILOGUE of copy_engine where the GEMM sums this rank's rows (TILE_FLAGS: overlap.kernel_args.OwnRows): the
     tile is stored and counted as store_and_count does; a tile of this rank's own rows then waits (bounded) until
     every peer's copy of its tile row has landed in RECV (ROWS_READY[s, tile row] >= epoch), and stores into OUT the
-    rank-order sum of the slots, its own the partial just stored (the arithmetic of copy_engine.sum_slots_kernel: the
-    same bits). Tile rows lie within one rank's rows (M a multiple of W * BLK_M)."""
+    rank-order sum of the slots, its own the partial just stored (copy_engine.rank_order_slots, as the sum after the
+    copies adds them: the same bits). Tile rows lie within one rank's rows (M a multiple of W * BLK_M)."""
     BLK_M: tl.constexpr = acc.shape[0]
     BLK_N: tl.constexpr = acc.shape[1]
     SUB0: tl.constexpr = _OWN_SUM_ELEMENTS // BLK_N
@@ -80,22 +80,13 @@ def sum_own_rows_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile
                 wait_or_record(CTX, TILE_FLAGS.ROWS_READY + s * (M // BLK_M) + pid_m, epoch, _ERR_PEER_ROWS.value,
                                tile_id, "sys")
         cols = rn[None, :]
-        acc_type: tl.constexpr = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
         for sm in tl.static_range(BLK_M // SUB):
             rows = row0 + sm * SUB + tl.arange(0, SUB)
             local = (rows - own0)[:, None]
             mask = (rows[:, None] < M) & (cols < N)
-            total = tl.zeros((SUB, BLK_N), dtype=acc_type)  # replaced by slot 0 (the loop unrolls)
-            for s in tl.static_range(CTX.world_size):
-                if s == CTX.cur_rank:
-                    x = tl.load(C + rows[:, None] * stride_cm + cols * stride_cn, mask=mask, other=0)
-                else:
-                    x = tl.load(TILE_FLAGS.RECV + s * TILE_FLAGS.stride_slot + local * TILE_FLAGS.stride_recv + cols,
-                                mask=mask, other=0)
-                if s == 0:
-                    total = x.to(acc_type)
-                else:
-                    total += x.to(acc_type)
+            total = rank_order_slots(C, rows[:, None] * stride_cm + cols * stride_cn, TILE_FLAGS.RECV,
+                                     TILE_FLAGS.stride_slot, local * TILE_FLAGS.stride_recv + cols, mask,
+                                     CTX.cur_rank, CTX.world_size)
             out = TILE_FLAGS.OUT
             tl.store(out + local * TILE_FLAGS.stride_out + cols, total.to(out.dtype.element_ty), mask=mask)
 

@@ -51,29 +51,38 @@ def store_and_count(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, T
 
 
 @triton.jit
+def rank_order_slots(OWN, own_offs, RECV, stride_slot, recv_offs, mask, rank, WORLD: tl.constexpr):
+    """The sum over ranks s, in rank order, of slot s: OWN[own_offs] (this rank's rows of its partial) for s = rank,
+    RECV[s * stride_slot + recv_offs] (rank s's rows, copied here) otherwise; accumulated in fp32 (int32 for integer
+    data) from slot 0, the arithmetic of the SM modes' rank-order sum (comm_loop.rank_order_sum): from the same
+    partials, the same bits. Returned unrounded."""
+    acc_type: tl.constexpr = tl.int32 if OWN.dtype.element_ty.is_int() else tl.float32
+    total = tl.zeros(mask.shape, dtype=acc_type)  # replaced by slot 0 (the loop unrolls)
+    for s in tl.static_range(WORLD):
+        if s == rank:
+            x = tl.load(OWN + own_offs, mask=mask, other=0)
+        else:
+            x = tl.load(RECV + s * stride_slot + recv_offs, mask=mask, other=0)
+        if s == 0:
+            total = x.to(acc_type)
+        else:
+            total += x.to(acc_type)
+    return total
+
+
+@triton.jit
 def sum_slots_kernel(C, OWN, RECV, rows, n, stride_c, stride_own, stride_slot, stride_recv, rank,
                      WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """C = the sum over ranks s, in rank order, of slot s: OWN (this rank's rows of its partial) for s = rank,
-    RECV[s] (rank s's rows, copied here) otherwise; accumulated in fp32 (int32 for integer data) from slot 0 and
-    rounded once, the arithmetic of the SM modes' rank-order sum (comm_loop.rank_order_sum): from the same partials,
-    the same bits. One pass: W reads and one write of a rows x n block."""
+    """C = the rank-order sum of this rank's rows of its partial (OWN) and the other ranks' slots of RECV
+    (rank_order_slots), rounded once. One pass: W reads and one write of a rows x n block."""
     pid = tl.program_id(0)
     tiles_n = tl.cdiv(n, BLOCK_N)
     rm = (pid // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = (pid % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rm[:, None] < rows) & (rn[None, :] < n)
-    acc_type = tl.int32 if C.dtype.element_ty.is_int() else tl.float32
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_type)  # replaced by slot 0 (the loop unrolls)
-    for s in tl.static_range(WORLD):
-        if s == rank:
-            x = tl.load(OWN + rm[:, None] * stride_own + rn[None, :], mask=mask, other=0)
-        else:
-            x = tl.load(RECV + s * stride_slot + rm[:, None] * stride_recv + rn[None, :], mask=mask, other=0)
-        if s == 0:
-            acc = x.to(acc_type)
-        else:
-            acc += x.to(acc_type)
-    tl.store(C + rm[:, None] * stride_c + rn[None, :], acc.to(C.dtype.element_ty), mask=mask)
+    total = rank_order_slots(OWN, rm[:, None] * stride_own + rn[None, :], RECV, stride_slot,
+                             rm[:, None] * stride_recv + rn[None, :], mask, rank, WORLD)
+    tl.store(C + rm[:, None] * stride_c + rn[None, :], total.to(C.dtype.element_ty), mask=mask)
 
 
 # ---- the operations of a schedule ---------------------------------------------------------------------

@@ -85,6 +85,6 @@ class CopyEngine(ModeSteps):
         rows = p.spec.family.output == "rows"
         tail = 0.0 if rows else remote / peer / CE_BANDS
         # gemm_reduce_scatter's sum after the copies: W slots read, its rows written (copy_steps.reduce_rows_post;
-        # on GPUs always: copy_steps.programs_run)
+        # the sum in the GEMM's epilogue, STREAMK_PGAS_CE_OWN_ROWS=1 on GPUs, is not modelled apart)
         add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6) if rows else 0.0
         return max(g, remote / peer) + tail + add + ops + CE_FIXED_MS["follows_gemm"] + sync_ms(p)
