@@ -17,7 +17,11 @@ this rank has landed. The GEMM runs on every SM.
                  peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them.
                  With STREAMK_PGAS_CE_PULL=1 (an experiment) each rank instead copies its own rows into its
-                 slot 0 before the step's start and pulls slot j from rank + j's slot 0, its ready words here
+                 slot 0 before the step's start and pulls slot j from rank + j's slot 0, its ready words here.
+                 With STREAMK_PGAS_CE_A_COLUMNS=1 (an experiment, pushes only: gathers_a_in_columns) each slot
+                 goes in chunks of columns instead (all its rows, one GEMM wait segment of columns a copy), each
+                 followed by the ready words of that segment's chunks of its row blocks, and the GEMM reads K in
+                 wait segments: a tile starts on its rows' first columns while the rest are in flight
 
 Bands: overlap.bands (how many per copy region, and why).
 """
@@ -30,7 +34,7 @@ from typing import Any
 import torch
 
 from streamk_pgas.iris_ops.env import flag_from_env
-from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks
+from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunk_cols, a_chunks, a_segment_cols
 from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands, rows_within_owners
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import (
@@ -54,6 +58,23 @@ def ce_pulls_a() -> bool:
     """Whether all_gather_gemm's copy_engine mode pulls the peers' rows of A instead of pushing its own (an
     experiment: STREAMK_PGAS_CE_PULL=1); a bad value raises iris_ops.errors.ConfigError naming it."""
     return flag_from_env(CE_PULL_ENV, False)
+
+
+CE_A_COLUMNS_ENV = "STREAMK_PGAS_CE_A_COLUMNS"  # 1: all_gather_gemm's copy engines push A in chunks of columns
+
+
+def ce_a_columns_on() -> bool:
+    """STREAMK_PGAS_CE_A_COLUMNS (default 0); a bad value raises iris_ops.errors.ConfigError naming it."""
+    return flag_from_env(CE_A_COLUMNS_ENV, False)
+
+
+def gathers_a_in_columns(k: int) -> bool:
+    """Whether all_gather_gemm's copy_engine pushes each slot of A in chunks of columns (gather_a_column_ops) and its
+    GEMM reads K in wait segments, at K = `k`: with STREAMK_PGAS_CE_A_COLUMNS=1 (an experiment, not yet measured on
+    a GPU), where the rows are pushed (not ce_pulls_a) and K has several wait segments (with one, a tile waits for
+    its whole K either way, and the row chunks let the first row blocks start sooner). A bad value of either
+    variable raises iris_ops.errors.ConfigError naming it."""
+    return ce_a_columns_on() and not ce_pulls_a() and a_segment_cols(k) < k
 
 
 class Peers:
@@ -210,6 +231,45 @@ def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill:
     return ops
 
 
+def _column_copies(k: int) -> list[tuple[int, int]]:
+    """[first, end) columns of each copy of a slot pushed in columns: the GEMM's wait segments (a_segment_cols,
+    whole chunks of ready words). A work item waits for every chunk of a segment at once, so finer copies would land
+    nothing that it reads sooner, at more operations."""
+    seg = a_segment_cols(k)
+    return [(c, min(k, c + seg)) for c in range(0, k, seg)]
+
+
+def _column_words(a_ready: torch.Tensor, fill: torch.Tensor, slot: int, rb_a: int, rb_b: int, kc_a: int, kc_b: int,
+                  n_rb: int, n_kc: int, peers: Peers, on: int) -> Copy2D:
+    """The A_READY words of chunks [kc_a, kc_b) of row blocks [rb_a, rb_b) of slot `slot` on rank `on`, from FILL:
+    one 2-D copy, a row of words per row block, the destination's pitch a row block's n_kc words."""
+    first = a_ready[(slot * n_rb + rb_a) * n_kc + kc_a:]
+    width = 4 * (kc_b - kc_a)
+    assert fill.numel() >= (rb_b - rb_a) * (kc_b - kc_a)
+    return Copy2D(peers.addr(first, on), 4 * n_kc, fill.data_ptr(), width, width, rb_b - rb_a)
+
+
+def gather_a_column_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
+                        peers: Peers, world: int) -> list[Op]:
+    """all_gather_gemm in columns (gathers_a_in_columns): this rank's rows `a` (M/W x K) into slot j of rank
+    (rank - j)'s gathered A, in the order the GEMM reads the slots (slot 0, the own copy, first), each slot in copies
+    of all its rows and one wait segment of columns (_column_copies), each followed by the A_READY words of that
+    segment's chunks of the slot's row blocks (copied from FILL)."""
+    m, k = ag.shape[0], a.shape[1]
+    a_rows, n_rb, n_kc, chunk = m // world, -(-m // blk_m), a_chunks(k), a_chunk_cols(k)
+    ops: list[Op] = []
+    for slot in range(world):
+        dest = (peers.rank + world - slot) % world
+        r0, r1 = slot * a_rows, (slot + 1) * a_rows
+        rb_a, rb_b = r0 // blk_m, (r1 - 1) // blk_m + 1
+        for c0, c1 in _column_copies(k):
+            dst = ag[r0:r1, c0:c1]
+            ops.append(rows_copy(dst, a[:, c0:c1], peers.addr(dst, dest)))
+            ops.append(_column_words(a_ready, fill, slot, rb_a, rb_b, c0 // chunk, -(-c1 // chunk), n_rb, n_kc,
+                                     peers, dest))
+    return ops
+
+
 def gather_own_rows(a: torch.Tensor, ag: torch.Tensor, world: int) -> list[Op]:
     """all_gather_gemm pulled (ce_pulls_a): this rank's rows into slot 0 of its own gathered A, queued before the
     step's start, whose arrival then tells every peer that they are there to be pulled."""
@@ -249,6 +309,9 @@ def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[i
     elif ce_pulls_a():
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
         ops = gather_a_pull_ops(bufs.ag, bufs.a_ready, bufs.fill, a.shape[1], blk_m, peers, world)
+    elif gathers_a_in_columns(a.shape[1]):
+        assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
+        ops = gather_a_column_ops(a, bufs.ag, bufs.a_ready, bufs.fill, blk_m, peers, world)
     else:
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
         ops = gather_a_ops(a, bufs.ag, bufs.a_ready, bufs.fill, blk_m, peers, world)

@@ -26,6 +26,7 @@ from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from streamk_pgas.overlap.config import OverlapConfig
 from streamk_pgas.overlap.copy_steps import (
+    gathers_a_in_columns,
     programs_run,
     reduce_rows_post,
     schedule_ops,
@@ -150,7 +151,8 @@ class Parts:
         moves each tile itself (and `gemm_gathers`: each GEMM program pushes its share of A's rows first); with
         `counts` (copy_engine) the epilogue counts finished tiles per band of tile rows instead of flagging each;
         `a_segments`: all_gather_gemm's GEMM reads K in wait segments where A arrives while it runs (overlap.
-        algorithms.all_gather_gemm.a_segment_cols; not in bulk_sync, where A is there, or copy_engine)."""
+        algorithms.all_gather_gemm.a_segment_cols; not in bulk_sync, where A is there, nor in copy_engine unless it
+        pushes A in chunks of columns: a_in_columns)."""
         alg, seq, bufs = self.alg, push, self.bufs
         epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
         own_rows = counts and self.sums_own_rows()
@@ -249,6 +251,11 @@ class Parts:
         assert self.cfg.total_sms is not None
         return (self.alg.own_rows_epilogue is not None and self.alg.copy_schedule == "reduce_rows"
                 and sums_own_rows(self.gemm(self.cfg.total_sms).plan, self.world, programs_run(self.target)))
+
+    def a_in_columns(self) -> bool:
+        """Whether the copy engine pushes all_gather_gemm's A in chunks of columns, its GEMM reading K in wait
+        segments (copy_steps.gathers_a_in_columns)."""
+        return self.alg.copy_schedule == "gather_a" and gathers_a_in_columns(self.cfg.k)
 
     def copy_pre(self, a: torch.Tensor) -> list[CopySchedule]:
         """The copies the schedule needs on the main stream before the step's start (copy_steps.schedule_pre_ops)."""

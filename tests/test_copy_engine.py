@@ -10,6 +10,8 @@ import itertools
 import pytest
 import torch
 
+from streamk_pgas.iris_ops.errors import ConfigError
+from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunk_cols, a_chunks, a_segment_cols
 from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands
 from streamk_pgas.overlap.communication.copy_engine import (
     Copy2D,
@@ -22,10 +24,14 @@ from streamk_pgas.overlap.communication.copy_engine import (
     rows_copy,
 )
 from streamk_pgas.overlap.copy_steps import (
+    CE_A_COLUMNS_ENV,
+    CE_PULL_ENV,
     Peers,
+    gather_a_column_ops,
     gather_a_ops,
     gather_a_pull_ops,
     gather_own_rows,
+    gathers_a_in_columns,
     reduce_rows_ops,
     reduce_rows_post,
     scatter_ops,
@@ -50,10 +56,10 @@ def test_band_counts_map_each_row_to_its_band_word() -> None:
 
 
 class TwoHeaps:
-    """Two host buffers standing for rank 0's and rank 1's heaps (symmetric: one allocation offset for both)."""
+    """Host buffers standing for the ranks' heaps, two unless told (symmetric: one allocation offset for all)."""
 
-    def __init__(self, nbytes: int) -> None:
-        self.heaps = [torch.zeros(nbytes, dtype=torch.uint8), torch.zeros(nbytes, dtype=torch.uint8)]
+    def __init__(self, nbytes: int, ranks: int = 2) -> None:
+        self.heaps = [torch.zeros(nbytes, dtype=torch.uint8) for _ in range(ranks)]
         self.offset = 0
 
     def peers(self, rank: int = 0) -> Peers:
@@ -227,6 +233,81 @@ def test_gather_a_pulled_fills_every_slot_and_its_ready_words_here() -> None:
     assert a_ready.tolist() == [5, 5, 0, 0, 5, 5]  # slot 0: row blocks 0, 1; slot 1: row blocks 1, 2
     assert h.on(a_ready.view(1, -1), 1)[0].tolist() == [0] * 6  # nothing written on the peer
     assert torch.equal(h.on(ag, 1)[12:], torch.zeros(12, K))
+
+
+def _column_setup(world: int, m: int, k: int, blk_m: int, epoch: int) -> tuple:
+    """The ranks' heaps (the gathered A and the ready words), the global A, every rank's schedule, and what the
+    schedules read from (the ranks' rows of A, FILL), which must outlive them: they hold raw addresses."""
+    h = TwoHeaps(2 * m * k * 4 + (1 << 16), ranks=world)
+    ag = h.tensor(m, k, torch.float32, stride=k + 8)  # rows with a pitch past K, as the op's padded rows
+    n_rb, n_kc = -(-m // blk_m), a_chunks(k)
+    a_ready = h.tensor(1, world * n_rb * n_kc, torch.int32)[0]
+    fill = torch.full((n_rb * n_kc,), epoch, dtype=torch.int32)
+    whole = torch.randn(m, k)
+    rows = [whole[r * (m // world):(r + 1) * (m // world)] for r in range(world)]
+    ops = [gather_a_column_ops(rows[r], h.on(ag, r), h.on(a_ready.view(1, -1), r)[0], fill, blk_m, h.peers(r), world)
+           for r in range(world)]  # each rank's schedule over its own heap's tensors
+    return h, ag, a_ready, whole, ops, (rows, fill)
+
+
+def _landed_where_ready(h: TwoHeaps, ag: torch.Tensor, a_ready: torch.Tensor, whole: torch.Tensor, world: int,
+                        blk_m: int, epoch: int) -> int:
+    """Check that on every rank each ready word at `epoch` has its rows and columns in place (slot j of rank d:
+    rank (d + j)'s rows); returns how many words are set."""
+    m, k = whole.shape
+    a_rows, n_rb, n_kc, chunk = m // world, -(-m // blk_m), a_chunks(k), a_chunk_cols(k)
+    done = 0
+    for d in range(world):
+        words = h.on(a_ready.view(1, -1), d)[0].view(world, n_rb, n_kc)
+        got = h.on(ag, d)
+        for slot, rb, kc in (words == epoch).nonzero().tolist():
+            lo, hi = max(rb * blk_m, slot * a_rows), min(rb * blk_m + blk_m, (slot + 1) * a_rows)
+            src = ((d + slot) % world) * a_rows - slot * a_rows
+            cols = slice(kc * chunk, min(k, kc * chunk + chunk))
+            assert lo < hi, (d, slot, rb)  # no word of a row block outside the slot
+            assert torch.equal(got[lo:hi, cols], whole[src + lo:src + hi, cols]), (d, slot, rb, kc)
+            done += 1
+    return done
+
+
+@pytest.mark.parametrize("world,m,blk_m", [(2, 24, 8), (4, 48, 16), (4, 64, 16)])
+def test_gather_a_in_columns_fills_every_slot_and_its_ready_words_after_the_rows(world: int, m: int,
+                                                                                 blk_m: int) -> None:
+    """STREAMK_PGAS_CE_A_COLUMNS=1's schedule on every rank, run one operation after another: after each, every ready
+    word already set has its rows and columns in place on its rank (words after their copy); at the end every slot
+    is filled on the right rank and every word that a slot's row blocks own holds the epoch. K = 9000: 9 chunks of
+    columns, 3 wait segments (the last one ragged); M/W not a multiple of the row blocks in the first two cases."""
+    k, epoch = 9000, 7
+    h, ag, a_ready, whole, ops, _sources = _column_setup(world, m, k, blk_m, epoch)
+    segments = -(-k // a_segment_cols(k))
+    assert segments == 3 and a_chunks(k) == 9
+    for rank_ops in ops:  # per slot: one copy of rows then one copy of words per segment
+        assert [type(op).__name__ for op in rank_ops] == ["Copy2D"] * 2 * world * segments
+    seen = 0
+    for step in zip(*ops, strict=True):  # the ranks' schedules interleaved, operation by operation
+        for op in step:
+            run([op])
+        seen = max(seen, _landed_where_ready(h, ag, a_ready, whole, world, blk_m, epoch))
+    a_rows, n_rb = m // world, -(-m // blk_m)
+    owned = sum((min(n_rb, ((s + 1) * a_rows - 1) // blk_m + 1) - s * a_rows // blk_m) for s in range(world))
+    assert seen == world * owned * a_chunks(k)  # every rank: each slot's row blocks, every chunk
+    for d in range(world):
+        rotated = torch.cat([whole[((d + j) % world) * a_rows:((d + j) % world + 1) * a_rows] for j in range(world)])
+        assert torch.equal(h.on(ag, d), rotated)
+
+
+def test_gather_a_in_columns_only_where_asked_pushed_and_k_has_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CE_A_COLUMNS_ENV, raising=False)
+    monkeypatch.delenv(CE_PULL_ENV, raising=False)
+    assert not gathers_a_in_columns(28672)  # off by default
+    monkeypatch.setenv(CE_A_COLUMNS_ENV, "1")
+    assert gathers_a_in_columns(28672) and gathers_a_in_columns(9000)
+    assert not gathers_a_in_columns(2100)  # one wait segment: the row chunks
+    monkeypatch.setenv(CE_PULL_ENV, "1")
+    assert not gathers_a_in_columns(28672)  # pulled: the pull schedule
+    monkeypatch.setenv(CE_A_COLUMNS_ENV, "columns")
+    with pytest.raises(ConfigError, match=CE_A_COLUMNS_ENV):
+        gathers_a_in_columns(28672)
 
 
 def test_host_wait_gives_up_with_an_error() -> None:

@@ -130,6 +130,26 @@ def test_all_gather_gemm_copy_engine_pulled(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_all_gather_gemm_copy_engine_in_columns(tmp_path: Path) -> None:
+    """STREAMK_PGAS_CE_A_COLUMNS=1: the copy engine pushes each slot of A in chunks of columns (one wait segment a
+    copy, then that segment's ready words) and the GEMM reads K in wait segments (the OK line says a_columns); at 4
+    ranks, row blocks straddling ranks' rows, K = 9000 (9 chunks, 3 segments, the last ragged), C poisoned between
+    steps, new inputs picked up at the next step. The CPU's host engine copies before the GEMM: this checks the
+    words and the data, not the overlap."""
+    from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks, a_segment_cols
+
+    skip_unless_ranks(4)
+    k = 9000
+    assert a_chunks(k) == 9 and -(-k // a_segment_cols(k)) == 3
+    steps = 200 if on_gpu() else 2
+    result = run_mpi(4, SCRIPT, "--steps", str(steps), "--poison_between", "--algorithms", "all_gather_gemm",
+                     "--modes", "copy_engine", "--k", str(k), timeout=900,
+                     env={**shm_env(tmp_path / "shm"), "STREAMK_PGAS_CE_A_COLUMNS": "1"})
+    check_output(result.stdout, 4, steps, ("all_gather_gemm",), ("copy_engine",))
+    assert result.stdout.count(" a_columns") == 1, result.stdout  # rank 0's line
+
+
+@pytest.mark.slow
 def test_rotating_inputs_c_read_between_steps_and_graph_replays() -> None:
     """Both algorithms in every mode at 4 ranks: steps on three user input pairs in rotation with a row of C read
     after each, every row right; on GPUs 200 steps, then 200 replays of a captured step (inputs copied into the

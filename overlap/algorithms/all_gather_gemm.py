@@ -10,9 +10,10 @@ Readiness, chunk by chunk: A's columns are cut into chunks of `a_chunk_cols(K)` 
 A_READY[(slot * cdiv(M, BLK_M) + rb) * n_chunks + kc] on the destination holds the step's epoch once the rows of
 slot `slot` inside row block rb have landed in chunk kc's columns (the pusher's release, system scope). A GEMM work
 item of row block rb waits for the chunks of every slot its rows overlap, those its K range reads only
-(stream_k.kernel.streamk_program's A_WAIT); where communication programs push A (fused, two_streams) it reads its K
-range in segments of `a_segment_cols(K)` columns and waits for each segment's chunks just before reading them, so a
-tile starts once its first columns are there.
+(stream_k.kernel.streamk_program's A_WAIT); where communication programs push A (fused, two_streams), or the copy
+engine pushes it in chunks of columns (overlap.copy_steps.gathers_a_in_columns), it reads its K range in segments
+of `a_segment_cols(K)` columns and waits for each segment's chunks just before reading them, so a tile starts once
+its first columns are there.
 
 Work units of the pushing programs, in the order the GEMM reads the slots: (slot j of the destination, chunk kc,
 row-block piece c of this rank's shard cut at the destination's row-block boundaries); slot 0 is the own copy, slot
@@ -21,8 +22,8 @@ after another at the full rate, slot 1 (the GEMM's second) first; within a slot,
 every row block's first columns before any row block's next, else one row block after another.
 
 Buffers: AG [M, K] (H), the gathered A; A_READY (H); C [M, N/W], this rank's columns, written by the GEMM;
-nothing moves C. copy_engine: A's rows copied into every rank's AG, each chunk followed by its ready words
-(overlap.copy_steps "gather_a").
+nothing moves C. copy_engine: A's rows copied into every rank's AG, each chunk (of rows, or of columns) followed by
+its ready words (overlap.copy_steps "gather_a").
 """
 
 from __future__ import annotations

@@ -40,8 +40,9 @@ class CopyEngine(ModeSteps):
     def step(self, parts: Parts, a: torch.Tensor, b: torch.Tensor, traced: bool) -> StepLaunches:
         T, alg = parts.cfg.total_sms, parts.alg
         assert T is not None
+        # all_gather_gemm's GEMM waits by segments where the schedule pushes A in chunks of columns
         gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a,
-                             a_segments=False)
+                             a_segments=parts.a_in_columns())
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
         step = StepLaunches("step", pre=[*parts.copy_pre(a), parts.ce_start()], main=[("gemm", [gemm])],
                             side=schedule, side_name="copy", side_first=alg.gathers_a, post_name="add")
