@@ -2,7 +2,7 @@
 # One call on a 4-GPU machine: gemm_reduce_scatter at RS_SHAPES (W = 4) and RS2_SHAPES (W = 2) in auto, two_streams
 # and copy_engine beside its peers and beside the copy engine of the tree in .base (BASE_COMMIT, plain files); all_scatter's
 # copy engine at AS_SHAPES, new and base; all_gather_gemm's copy engine at AG_SHAPES beside the same with the flags of
-# AG_VARIANTS (';'-separated tag=flags, default "n128=--BLK_N 128"), the .base tree's copy engine with the variables of
+# AG_VARIANTS (';'-separated tag=flags, default "n128=--BLK_N 128"), with the variables of AG_ENV set (tag w4_env), the .base tree's copy engine with the variables of
 # AG_BASE_ENV set (e.g. a branch's experiment switch), its peers with AG_REFS=1; the reduce family's communication alone
 # at W = 4 (tools.comm_bench, COMM_SIZES, COMM_PROGRAMS); a traced step at TRACE_SHAPE; the GEMM alone at GEMM_SHAPES (one GPU); then GPU tests (TESTS: a -k
 # expression over TEST_FILES, default tests/test_new_algorithms.py). Every step has its own timeout.
@@ -46,6 +46,10 @@ for s in ${AG_SHAPES:-}; do
     NP=4 TAG=w4_${v%%=*} ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
       BENCH_ARGS="--timeout_s 5 ${v#*=}" SHOW=2 overlap $s
   done
+  if [ -n "${AG_ENV:-}" ]; then  # this tree's copy engine with these variables set (tag w4_env)
+    (export $AG_ENV; NP=4 TAG=w4_env ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
+      BENCH_ARGS="--timeout_s 5" SHOW=2 overlap $s)
+  fi
   if [ -n "${AG_BASE_ENV:-}" ] && [ -d .base ]; then  # the .base tree's copy engine with these variables set
     (export $AG_BASE_ENV; base all_gather_gemm copy_engine $s)
   fi
