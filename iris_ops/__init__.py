@@ -10,10 +10,10 @@ Host helpers as Iris has them: do_bench, memset_tensor, logger, set_logger_level
 Backends: CUDA IPC (NVIDIA), HIP IPC (AMD), POSIX shared memory (CPU, with TRITON_INTERPRET=1), torch
 symmetric memory (IRIS_OPS_BACKEND=symm, NVIDIA; never chosen automatically).
 
-Beyond Iris: a step's collective error state (record_error_all, wait_or_error, wait_local_or_error,
-wait_words_or_error on the device; ErrorState, CollectiveError on the host: iris_ops.error_state); the environment
-variables and their check (iris_ops.env.check, ConfigError); HeapReserveError for a heap that cannot be had (every
-rank raises it); how a command-line entry ends (iris_ops.entry.run_main); `python -m iris_ops.torchrun`.
+Beyond Iris: a step's collective error state (record_error_all, wait_or_error, wait_local_or_error on the
+device; ErrorState, CollectiveError on the host: iris_ops.error_state); the environment variables and their
+check (iris_ops.env.check, ConfigError); HeapReserveError for a heap that cannot be had (every rank raises
+it); how a command-line entry ends (iris_ops.entry.run_main); `python -m iris_ops.torchrun`.
 
 The package's names are loaded when first used (PEP 562), so that `iris_ops.errors`, `iris_ops.env`,
 `iris_ops.bootstrap` and `iris_ops.entry`, which need neither torch nor Triton, can be imported by a
@@ -33,7 +33,7 @@ _DEVICE = ("ERR_PEER_READY", "ERR_STREAMK_FIXUP", "ERR_TILE_READY", "ERROR_WORDS
            "TIMER_MEMREALTIME", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
            "atomic_sub", "atomic_xchg", "atomic_xor", "decode_error", "default_timer_kind", "get", "load", "notify",
            "notify_add", "put", "read_timer", "record_error", "record_error_all", "spin_budget", "store", "translate",
-           "wait", "wait_local", "wait_local_or_error", "wait_or_error", "wait_words_or_error")
+           "wait", "wait_local", "wait_local_or_error", "wait_or_error")
 _HEAP = ("DEBUG", "ERROR", "INFO", "WARNING", "HeapPlacementError", "Iris", "do_bench", "iris", "logger",
          "memset_tensor", "set_logger_level")
 _SOURCE = {**dict.fromkeys(_DEVICE, "device"), **dict.fromkeys(_HEAP, "heap"),

@@ -20,13 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from streamk_pgas.iris_ops.device import (
-    first_word_below,
-    read_timer,
-    record_error_all,
-    wait_local_or_error,
-    wait_words_or_error,
-)
+from streamk_pgas.iris_ops.device import read_timer, record_error_all, wait_local_or_error
 
 
 class DeviceContext(NamedTuple):
@@ -64,17 +58,3 @@ def wait_or_record(CTX, flag_ptr, value, kind, tile_id, scope: tl.constexpr):
     (kind, tile_id) in every rank's error words (iris_ops.device.wait_local_or_error, record_error_all)."""
     if not wait_local_or_error(flag_ptr, value, CTX.max_spins, CTX.ERRORS, scope):
         record_error_all(CTX.ERRORS, kind, tile_id, CTX.cur_rank, CTX.heap_bases, CTX.world_size)
-
-
-@triton.jit
-def wait_words_or_record(CTX, ptr, stride, N: tl.constexpr, value, kind, tile_id, scope: tl.constexpr,
-                         BY_WORD: tl.constexpr):
-    """Wait (bounded by CTX.max_spins, acquire at `scope`) until each of the N words ptr[i * stride] is >= value,
-    polling them together (iris_ops.device.wait_words_or_error); a wait that gives up records (kind, tile) in every
-    rank's error words, the tile being tile_id, or with BY_WORD the index of a word that was missing (a peer)."""
-    if not wait_words_or_error(ptr, stride, N, value, CTX.max_spins, CTX.ERRORS, scope):
-        if BY_WORD:
-            record_error_all(CTX.ERRORS, kind, first_word_below(ptr, stride, N, value), CTX.cur_rank, CTX.heap_bases,
-                             CTX.world_size)
-        else:
-            record_error_all(CTX.ERRORS, kind, tile_id, CTX.cur_rank, CTX.heap_bases, CTX.world_size)

@@ -516,96 +516,17 @@ def wait_or_error(flag_ptr, value, cur_rank, flag_rank, heap_bases, max_spins, e
 
 @triton.jit
 def wait_local_or_error(flag_ptr, value, max_spins, error_ptr, scope: tl.constexpr = None):
-    """`wait_local` (a flag in the caller's own memory) that also gives up once the error word is non-zero. A flag
-    already reached costs one load: the error word is read only while waiting."""
+    """`wait_local` (a flag in the caller's own memory) that also gives up once the error word is non-zero."""
     seen, now = _poll(flag_ptr, scope)
-    if seen < value:
-        deadline = _deadline(now, max_spins)
+    deadline = _deadline(now, max_spins)
+    err = tl.load(error_ptr, volatile=True)
+    while (seen < value) & ((now - deadline) < 0) & (err == 0):
+        _poll_pause()
+        seen, now = _poll(flag_ptr, scope)
         err = tl.load(error_ptr, volatile=True)
-        while (seen < value) & ((now - deadline) < 0) & (err == 0):
-            _poll_pause()
-            seen, now = _poll(flag_ptr, scope)
-            err = tl.load(error_ptr, volatile=True)
     if _ARCH != 1:
         seen = _acquire_rmw(flag_ptr, scope)
     return seen >= value
-
-
-# Waits for several words at once (every rank's arrival, every rank's ready word of a tile) poll them together:
-# lane i of a vector of WAIT_LANES reads word i (the lanes past the last word read the last one again), so one poll
-# costs one load's latency whatever the number of words, where a wait per word costs one per word.
-WAIT_LANES = 16
-_WAIT_LANES: tl.constexpr = tl.constexpr(WAIT_LANES)
-
-
-@triton.jit
-def _words_least(ptr, stride, N: tl.constexpr, scope: tl.constexpr):
-    """The least of the N int32 words ptr[i * stride], each read with acquire semantics by its own lane (NVIDIA)
-    or by a volatile load (elsewhere: _acquire_words orders what follows)."""
-    lanes = tl.arange(0, _WAIT_LANES)
-    lo = tl.min(_acquire_load(ptr + tl.minimum(lanes, N - 1) * stride, scope), axis=0)
-    for c in tl.static_range(_WAIT_LANES, N, _WAIT_LANES):
-        lo = tl.minimum(lo, tl.min(_acquire_load(ptr + tl.minimum(c + lanes, N - 1) * stride, scope), axis=0))
-    return lo
-
-
-@triton.jit
-def _acquire_words(ptr, stride, N: tl.constexpr, lo, scope: tl.constexpr):
-    """After a poll that saw every word reached (the least `lo`): elsewhere than NVIDIA, an acquire
-    read-modify-write of each word (reading the value seen or a later one) orders what follows after it; on NVIDIA
-    the lanes' acquire loads did. Then a barrier of the program's threads orders every thread's later accesses
-    after the lane that acquired each word. Returns the least word."""
-    if _ARCH != 1:
-        lanes = tl.arange(0, _WAIT_LANES)
-        lo = tl.min(_acquire_rmw(ptr + tl.minimum(lanes, N - 1) * stride, scope), axis=0)
-        for c in tl.static_range(_WAIT_LANES, N, _WAIT_LANES):
-            lo = tl.minimum(lo, tl.min(_acquire_rmw(ptr + tl.minimum(c + lanes, N - 1) * stride, scope), axis=0))
-    tl.debug_barrier()
-    return lo
-
-
-@triton.jit
-def _clock_units():
-    """The wait clock (`_poll`'s second value) read on its own."""
-    if _ARCH == 1:
-        t = tl.inline_asm_elementwise(
-            "{ .reg .u64 t; mov.u64 t, %globaltimer; shr.u64 t, t, 16; cvt.u32.u64 $0, t; }", "=r", [],
-            dtype=tl.int32, is_pure=False, pack=1)
-    else:
-        t = _now_units()
-    return t
-
-
-@triton.jit
-def wait_words_or_error(ptr, stride, N: tl.constexpr, value, max_spins, error_ptr, scope: tl.constexpr = None):
-    """`wait_local_or_error` on N words of the caller's own memory at once (ptr[i * stride], i < N): True once
-    every one is >= value, False if the time ran out or the error word was set first. Every thread of the program
-    must call it (it ends with a barrier of the program's threads)."""
-    lo = _words_least(ptr, stride, N, scope)
-    if lo < value:
-        now = _clock_units()
-        deadline = _deadline(now, max_spins)
-        err = tl.load(error_ptr, volatile=True)
-        while (lo < value) & ((now - deadline) < 0) & (err == 0):
-            _poll_pause()
-            lo = _words_least(ptr, stride, N, scope)
-            now = _clock_units()
-            err = tl.load(error_ptr, volatile=True)
-    if lo >= value:
-        lo = _acquire_words(ptr, stride, N, lo, scope)
-    return lo >= value
-
-
-@triton.jit
-def first_word_below(ptr, stride, N: tl.constexpr, value):
-    """The least i < N with ptr[i * stride] < value (N if none): which word a wait that gave up was missing."""
-    lanes = tl.arange(0, _WAIT_LANES)
-    first = tl.min(tl.where(tl.load(ptr + tl.minimum(lanes, N - 1) * stride, volatile=True) < value,
-                            tl.minimum(lanes, N - 1), N), axis=0)
-    for c in tl.static_range(_WAIT_LANES, N, _WAIT_LANES):
-        idx = tl.minimum(c + lanes, N - 1)
-        first = tl.minimum(first, tl.min(tl.where(tl.load(ptr + idx * stride, volatile=True) < value, idx, N), axis=0))
-    return first
 
 
 # ----------------------------------------------------------------------------------------------

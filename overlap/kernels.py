@@ -52,7 +52,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from streamk_pgas.iris_ops.context import wait_words_or_record
+from streamk_pgas.iris_ops.context import wait_or_record
 from streamk_pgas.iris_ops.device import ERR_PEER_READY, count_release, notify_ranks
 from streamk_pgas.overlap.algorithms.all_gather_gemm import gather_program
 from streamk_pgas.overlap.communication.comm_loop import comm_program
@@ -91,9 +91,9 @@ def _announce(CTRL, e, CTX):
 
 @triton.jit
 def _wait_arrived(CTRL, e, CTX):
-    """Wait until every rank (this one included) has arrived at step e (the W words polled together; a wait that
-    gives up records the missing peer as its "tile")."""
-    wait_words_or_record(CTX, CTRL + _PEERS, 1, CTX.world_size, e, _ERR_PEER.value, 0, "sys", True)
+    """Wait until every rank (this one included) has arrived at step e."""
+    for p in range(0, CTX.world_size):
+        wait_or_record(CTX, CTRL + _PEERS + p, e, _ERR_PEER.value, p, "sys")  # the "tile": the peer
 
 
 @triton.jit
@@ -113,11 +113,12 @@ def _finish(CTRL, e, step_programs, CTX, PEER_SYNC: tl.constexpr, SYS: tl.conste
     tl.debug_barrier()
     n = count_release(CTRL + _FINISHED, SYS)  # SYS: its writes to peers are covered by the DONE release below
     if n == step_programs - 1:
-        if PEER_SYNC:  # DONE = e on every rank (this one's too), then wait for every rank's, polled together
+        if PEER_SYNC:
             notify_ranks(CTRL + _PEERS + CTX.world_size + CTX.cur_rank, e, CTX.cur_rank, CTX.heap_bases,
-                         CTX.world_size, 0)
-            wait_words_or_record(CTX, CTRL + _PEERS + CTX.world_size, 1, CTX.world_size, e, _ERR_PEER.value, 0, "sys",
-                                 True)
+                         CTX.world_size, 1)
+            for i in range(1, CTX.world_size):
+                p = (CTX.cur_rank + i) % CTX.world_size
+                wait_or_record(CTX, CTRL + _PEERS + CTX.world_size + p, e, _ERR_PEER.value, p, "sys")
         tl.store(CTRL + _CLAIM, 0)
         tl.store(CTRL + _FINISHED, 0)
         tl.atomic_xchg(CTRL + _EPOCH, e, sem="release", scope="gpu")

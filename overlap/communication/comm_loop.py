@@ -24,7 +24,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from streamk_pgas.iris_ops.context import now, wait_words_or_record
+from streamk_pgas.iris_ops.context import now, wait_or_record
 from streamk_pgas.iris_ops.device import ERR_TILE_READY, translate
 from streamk_pgas.stream_k.tiles import tile_coords
 
@@ -46,13 +46,11 @@ def _move_pieces(tile_id, sm0, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl
     if sm0 < end:
         if COMM_TRACE is not None:
             t_wait = now(CTX)
-        if READY_SOURCES > 0:  # the tile's words polled together
+        for s in tl.static_range(READY_SOURCES):
             if MOVE_FLAGS.READY_SYS:
-                wait_words_or_record(CTX, MOVE.READY + tile_id, n_tiles, READY_SOURCES, e, _ERR_TILE.value, tile_id,
-                                     "sys", False)
+                wait_or_record(CTX, MOVE.READY + s * n_tiles + tile_id, e, _ERR_TILE.value, tile_id, "sys")
             else:
-                wait_words_or_record(CTX, MOVE.READY + tile_id, n_tiles, READY_SOURCES, e, _ERR_TILE.value, tile_id,
-                                     "gpu", False)
+                wait_or_record(CTX, MOVE.READY + s * n_tiles + tile_id, e, _ERR_TILE.value, tile_id, "gpu")
         if COMM_TRACE is not None:
             t_ready = now(CTX)
         for sm in range(sm0, end):
