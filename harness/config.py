@@ -461,26 +461,19 @@ SCRIPT_VARIABLES = ("STREAMK_PGAS_VENV",)
 def check_environment() -> str:
     """Every environment variable the run reads, checked before any work: iris_ops's (iris_ops.env.check: the
     IRIS_OPS_* variables, STREAMK_PGAS_SHARE_GPU), the 0/1 switches STREAMK_PGAS_FAST_LAUNCH,
-    STREAMK_PGAS_STEP_GRAPH, STREAMK_PGAS_CE_PULL, STREAMK_PGAS_CE_OWN_ROWS and STREAMK_PGAS_CE_A_COLUMNS, and no
-    STREAMK_PGAS_* name that nothing reads (a misspelt one would be ignored).
+    STREAMK_PGAS_STEP_GRAPH, STREAMK_PGAS_CE_PULL and STREAMK_PGAS_CE_A_COLUMNS, and no STREAMK_PGAS_* name that
+    nothing reads (a misspelt one would be ignored).
     Returns the heap backend (a GPU one needs a GPU); raises ConfigError naming the variable."""
     from streamk_pgas.harness.sysinfo import COMMIT_ENV
     from streamk_pgas.iris_ops import env
     from streamk_pgas.iris_ops.backends import choose_backend
-    from streamk_pgas.overlap.copy_steps import (
-        CE_A_COLUMNS_ENV,
-        CE_OWN_ROWS_ENV,
-        CE_PULL_ENV,
-        ce_a_columns_on,
-        ce_pulls_a,
-        own_rows_on_gpus,
-    )
+    from streamk_pgas.overlap.copy_steps import CE_A_COLUMNS_ENV, CE_PULL_ENV, ce_a_columns_on, ce_pulls_a
     from streamk_pgas.overlap.planner import CACHE_ENV
     from streamk_pgas.overlap.step import STEP_GRAPH_ENV, step_graph_enabled
     from streamk_pgas.stream_k.launch import FAST_LAUNCH_ENV, fast_launch_enabled
 
-    known = (env.SHARE_GPU_ENV, FAST_LAUNCH_ENV, STEP_GRAPH_ENV, CE_PULL_ENV, CE_OWN_ROWS_ENV, CE_A_COLUMNS_ENV,
-             CACHE_ENV, COMMIT_ENV, *SCRIPT_VARIABLES)
+    known = (env.SHARE_GPU_ENV, FAST_LAUNCH_ENV, STEP_GRAPH_ENV, CE_PULL_ENV, CE_A_COLUMNS_ENV, CACHE_ENV, COMMIT_ENV,
+             *SCRIPT_VARIABLES)
     for name in sorted(os.environ):
         if name.startswith("STREAMK_PGAS_") and name not in known:
             raise ConfigError(name, f"unknown variable; the project reads {', '.join(sorted(known))}")
@@ -496,7 +489,6 @@ def check_environment() -> str:
     fast_launch_enabled()
     step_graph_enabled()
     ce_pulls_a()
-    own_rows_on_gpus()
     ce_a_columns_on()
     if backend in ("cuda", "hip", "symm"):
         import torch

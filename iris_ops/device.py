@@ -454,13 +454,11 @@ ERR_STREAMK_FIXUP = 1  # a Stream-K tile owner timed out waiting for another pro
 ERR_TILE_READY = 2  # a communication tile timed out waiting for a GEMM tile-ready flag
 ERR_PEER_READY = 3  # a communication tile timed out waiting for a peer's flag
 ERR_A_ROWS = 4  # a GEMM tile timed out waiting for rows of A gathered from a peer (all_gather_gemm)
-ERR_PEER_ROWS = 5  # a GEMM tile timed out waiting for the peers' copies of its rows (gemm_reduce_scatter)
 _ERROR_TEXT = {
     ERR_STREAMK_FIXUP: "Stream-K fix-up timed out waiting for a partial tile from another program",
     ERR_TILE_READY: "communication timed out waiting for the GEMM to mark a tile ready",
     ERR_PEER_READY: "communication timed out waiting for a peer rank's tile flag",
     ERR_A_ROWS: "the GEMM timed out waiting for rows of A from a peer (all-gather)",
-    ERR_PEER_ROWS: "the GEMM timed out waiting for a peer's copy of its partial's rows (reduce-scatter)",
 }
 
 

@@ -13,23 +13,9 @@ from streamk_pgas.overlap.communication.copy_engine import bands
 BANDS = 8  # bands per copy region (see the module docstring)
 
 
-def rows_within_owners(m: int, blk_m: int, world: int) -> bool:
-    """Whether every tile row of an M-row output lies within one rank's M/W rows."""
-    return m % (world * blk_m) == 0
-
-
-def row_bands(kind: str, m: int, blk_m: int, world: int) -> list[tuple[int, int]]:
-    """The bands of tile rows (of BLK_M rows, M in all) that the GEMM counts and the schedule waits on, for schedule
-    `kind`. "reduce_rows" cuts each rank's rows into BANDS where every tile row lies within one rank's rows, so that
-    no band holds two owners' rows (a copy then never waits for the GEMM's tiles of rows it does not send), else all
-    tile rows into BANDS * world."""
-    n_rb = -(-m // blk_m)
-    if kind != "reduce_rows":
-        return bands(n_rb, BANDS)
-    if not rows_within_owners(m, blk_m, world):
-        return bands(n_rb, BANDS * world)
-    per = n_rb // world
-    return [(p * per + lo, p * per + hi) for p in range(world) for lo, hi in bands(per, BANDS)]
+def row_bands(kind: str, n_rb: int, world: int) -> list[tuple[int, int]]:
+    """The bands of tile rows that the GEMM counts and the schedule waits on, for schedule `kind`."""
+    return bands(n_rb, BANDS * world if kind == "reduce_rows" else BANDS)
 
 
 def reduce_rows_shift(m: int, blk_m: int, rank: int, world: int) -> int:

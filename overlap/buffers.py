@@ -55,8 +55,8 @@ def heap_bytes(alg: AlgorithmRecord, m: int, n: int, k: int, datatype: str, worl
     rows, c_cols, _ = c_layout(alg, m, n, world)
     total = (_up(rows * c_cols * out) + _up(tiles * alg.ready_sources(world) * 4) + _up(control_words(world) * 4)
              + _up(ERROR_WORDS * 4))
-    if copy_engine and alg.copy_schedule == "reduce_rows":  # RECV: a slot per sender; ROWS_READY [W, tile rows]
-        total += _up(m * padded_cols(n) * out) + _up(world * -(-m // blk_m) * 4)
+    if copy_engine and alg.copy_schedule == "reduce_rows":  # RECV: a slot per sender
+        total += _up(m * padded_cols(n) * out)
     if alg.gathers_a:  # the gathered A and its row-ready words
         total += _up(m * padded_cols(k) * dt.bytes) + _up(a_ready_words(m, k, blk_m, world) * 4)
     return total + (_up(m * padded_cols(n) * out) if alg.partial_buffer else 0)
@@ -83,8 +83,7 @@ class OpBuffers:
     counts: torch.Tensor | None  # copy_engine: band map + finished tiles per band of tile rows
     counts_init: torch.Tensor | None
     recv: torch.Tensor | None  # copy_engine gemm_reduce_scatter: a slot per sender
-    rows_ready: torch.Tensor | None  # ... and its ROWS_READY words [W, tile rows] (copy_steps.reduce_rows_ops)
-    fill: torch.Tensor | None  # copy_engine: the step's epoch, copied into A_READY / ROWS_READY words
+    fill: torch.Tensor | None  # copy_engine all_gather_gemm: the step's epoch, copied into A_READY words
     tiles: int  # GEMM tiles of this rank
     tiles_per_row: int
     gemm_trace: torch.Tensor | None = None  # per-tile timestamps of a traced step (made at the first)
@@ -125,17 +124,15 @@ class OpBuffers:
         kind = alg.copy_schedule if copy_engine else None
         # the band map, then the band counts (copy_engine.band_counts); as long as the tile flags at least, which
         # the GEMM's checks ask of its flags
-        counts_init = (torch.tensor(band_counts(row_bands(kind, m, blk_m, world), n_rb, max(2 * n_rb, tiles)),
+        counts_init = (torch.tensor(band_counts(row_bands(kind, n_rb, world), n_rb, max(2 * n_rb, tiles)),
                                     dtype=torch.int32) if kind in ("scatter", "reduce_rows") else None)
         counts = counts_init.to(device) if counts_init is not None else None
         recv = (shmem.zeros(world, m // world, padded_cols(n), dtype=out_dtype)[:, :, :n] if kind == "reduce_rows"
                 else None)
-        rows_ready = shmem.zeros(world * n_rb, dtype=torch.int32) if kind == "reduce_rows" else None
-        fill_words = {"gather_a": n_rb * a_chunks(k), "reduce_rows": n_rb}.get(kind or "", 0)
-        fill = torch.zeros(fill_words, dtype=torch.int32, device=device) if fill_words else None
+        fill = torch.zeros(n_rb * a_chunks(k), dtype=torch.int32, device=device) if kind == "gather_a" else None
         errors = ErrorState(shmem)
         return cls(a, b, heap_c, c, wide, partial, gemm_out, ready, ctrl, errors, ag, a_ready, counts, counts_init,
-                   recv, rows_ready, fill, tiles, -(-local_n // blk_n))
+                   recv, fill, tiles, -(-local_n // blk_n))
 
     def traces(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(GEMM trace [tiles, 3], communication trace [tiles, 5]) int64, made at the first traced step."""
@@ -147,7 +144,7 @@ class OpBuffers:
     def reset(self, extra: list[Any]) -> None:
         """Zero the step protocol's words and the error words (and `extra`, e.g. the GEMMs' locks), the counts back
         to their map."""
-        for t in (self.ctrl, self.ready, *(x for x in (self.a_ready, self.rows_ready) if x is not None), *extra):
+        for t in (self.ctrl, self.ready, *([self.a_ready] if self.a_ready is not None else []), *extra):
             t.zero_()
         self.errors.clear()
         if self.counts is not None and self.counts_init is not None:

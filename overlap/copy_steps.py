@@ -10,9 +10,8 @@ this rank has landed. The GEMM runs on every SM.
     reduce_rows  (gemm_reduce_scatter) for each band of tile rows that holds a peer's rows, in the order the
                  GEMM finishes them (its rows rotated to start at rank + 1's: overlap.bands.reduce_rows_shift):
                  wait, copy those rows of the partial into the owner's RECV slot of this rank; C = own rows +
-                 RECV's other slots, summed in rank order by the GEMM's epilogue of the own rows, which waits for
-                 the ROWS_READY words copied after each band (sums_own_rows), else on the main stream after the
-                 step's copies (the op's `post`: one kernel, sum_slots_kernel)
+                 RECV's other slots, summed in rank order on the main stream after the step's copies (the op's
+                 `post`: one kernel, sum_slots_kernel)
     gather_a     (all_gather_gemm) this rank's rows of A into slot 0 of its own gathered A, then into each
                  peer's slot, in chunks of row blocks; after each chunk its A_READY words, copied from FILL
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them.
@@ -28,14 +27,13 @@ Bands: overlap.bands (how many per copy region, and why).
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import torch
 
 from streamk_pgas.iris_ops.env import flag_from_env
 from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunk_cols, a_chunks, a_segment_cols
-from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands, rows_within_owners
+from streamk_pgas.overlap.bands import finish_order, reduce_rows_shift, row_bands
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import (
     Copy2D,
@@ -48,7 +46,6 @@ from streamk_pgas.overlap.communication.copy_engine import (
     sum_slots_kernel,
 )
 from streamk_pgas.stream_k.launch import BoundLaunch
-from streamk_pgas.stream_k.tiles import tile_coords_host
 
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A
 CE_PULL_ENV = "STREAMK_PGAS_CE_PULL"  # 1: all_gather_gemm's copy engines pull A's rows (0, the default: push)
@@ -101,7 +98,7 @@ def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: in
     """all_scatter: `src` (M x N/W, this rank's columns of C on the heap) to the same place on every peer."""
     m = src.shape[0]
     n_rb = -(-m // blk_m)
-    cut = row_bands("scatter", m, blk_m, world)
+    cut = row_bands("scatter", n_rb, world)
     ops: list[Op] = []
     for band, (lo, hi) in enumerate(cut):
         if wait:
@@ -115,63 +112,14 @@ def scatter_ops(src: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: in
     return ops
 
 
-CE_OWN_ROWS_ENV = "STREAMK_PGAS_CE_OWN_ROWS"  # 1: on GPUs the GEMM's epilogue sums the own rows (0, the default)
-
-
-def programs_run(target: Any) -> str | None:
-    """How a copy_engine step's GEMM programs run beside its copies on `target` (spec.Target), for sums_own_rows:
-    "in_order" in Triton's interpreter (the programs one after another, the host engine copying from a thread beside
-    it: CopySchedule.run_beside); on an NVIDIA GPU "at_once" (every program resident, the copy engines beside them)
-    with STREAMK_PGAS_CE_OWN_ROWS=1, an experiment not yet measured there, else None (the sum after the copies); a
-    bad value of the variable raises iris_ops.errors.ConfigError naming it."""
-    on_gpus = own_rows_on_gpus()
-    if target.backend == "cuda":
-        return "at_once" if on_gpus else None
-    return "in_order" if target.interpreted else None
-
-
-def own_rows_on_gpus() -> bool:
-    """STREAMK_PGAS_CE_OWN_ROWS (default 0); a bad value raises iris_ops.errors.ConfigError naming it."""
-    return flag_from_env(CE_OWN_ROWS_ENV, False)
-
-
-@lru_cache(maxsize=256)
-def sums_own_rows(plan: Any, world: int, programs_run: str | None) -> bool:
-    """Whether gemm_reduce_scatter's copy_engine sums this rank's rows in the GEMM's epilogue (overlap.algorithms.
-    gemm_reduce_scatter.sum_own_rows_epilogue) rather than in a kernel after the step's copies. An own tile's
-    epilogue waits for the peers' copies of its tile row, and those wait for the peers' GEMMs, so it needs copies
-    that run beside the GEMM, every tile row within one rank's rows, and no wait before a tile of a peer's rows
-    that the GEMM has still to do (a wait there could close a cycle of waits across the ranks). `plan`: the rank's
-    stream_k.plan.StreamKPlan, its rows rotated to end with the own ones (overlap.bands.reduce_rows_shift);
-    `programs_run` (programs_run): "at_once" (programs resident together: in no program's work a peer's tile after
-    an own one), "in_order" (Triton's interpreter, which runs the programs one after another, with the host engine
-    copying beside it: no peer's tile after an own one in the programs' work taken in program order), None (never)."""
-    if programs_run is None or world < 2 or not rows_within_owners(plan.M, plan.BLK_M, world):
-        return False
-    first_own = plan.tiles_m - plan.tiles_m // world  # the own rows, last in the rotated order, on every rank
-    seen_own = False
-    for pid in range(plan.num_programs):
-        if programs_run == "at_once":
-            seen_own = False
-        for item in plan.work_items(pid):
-            own = tile_coords_host(item.tile_id, plan.tiles_m, plan.tiles_n, plan.gsize_m)[0] >= first_own
-            if seen_own and not own:
-                return False
-            seen_own |= own
-    return True
-
-
 def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Tensor, per_row: int, blk_m: int,
-                    peers: Peers, world: int, wait: bool = True, rows_ready: torch.Tensor | None = None,
-                    fill: torch.Tensor | None = None) -> list[Op]:
+                    peers: Peers, world: int, wait: bool = True) -> list[Op]:
     """gemm_reduce_scatter: each peer's rows of the partial (M x N) into that peer's recv[this rank], band by band in
-    the order the GEMM finishes them (its row order rotated: overlap.bands.reduce_rows_shift). With `rows_ready`
-    (the owners' GEMMs sum their rows: sums_own_rows), each copy is followed by the owner's ROWS_READY words of this
-    rank ([W, tile rows]) for the band's tile rows, copied from `fill` (the step's epoch, written by ce_start)."""
+    the order the GEMM finishes them (its row order rotated: overlap.bands.reduce_rows_shift)."""
     m, r = partial.shape[0], peers.rank
     a_rows = m // world
     n_rb = -(-m // blk_m)
-    cut = row_bands("reduce_rows", m, blk_m, world)
+    cut = row_bands("reduce_rows", n_rb, world)
     ops: list[Op] = []
     for band in finish_order(cut, n_rb, reduce_rows_shift(m, blk_m, r, world)):
         lo, hi = cut[band]
@@ -185,10 +133,6 @@ def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Ten
             p0, p1 = max(r0, p * a_rows), min(r1, (p + 1) * a_rows)
             dst = recv[r, p0 - p * a_rows:p1 - p * a_rows]
             ops.append(rows_copy(dst, partial[p0:p1], peers.addr(dst, p)))
-            if rows_ready is not None and fill is not None:
-                words = rows_ready[r * n_rb + lo:r * n_rb + hi]
-                nbytes = 4 * words.numel()
-                ops.append(Copy2D(peers.addr(words, p), nbytes, fill.data_ptr(), nbytes, nbytes, 1))
     if wait:
         ops.append(_reset(counts, n_rb, len(cut)))
     return ops
@@ -295,17 +239,16 @@ def gather_a_pull_ops(ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tenso
 
 
 def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[int], rank: int, world: int,
-                 blk_m: int, finish: Any, wait: bool = True, own_rows: bool = False) -> list[Op]:
+                 blk_m: int, finish: Any, wait: bool = True) -> list[Op]:
     """The step's copy-engine operations over an op's buffers (overlap.buffers.OpBuffers), then its ce_finish
-    launch `finish`. `own_rows`: the GEMM sums this rank's rows (sums_own_rows)."""
+    launch `finish`."""
     peers = Peers(heap_bases, rank)
     if kind == "scatter":
         assert bufs.counts is not None
         ops = scatter_ops(bufs.gemm_out, bufs.counts, bufs.tiles_per_row, blk_m, peers, world, wait)
     elif kind == "reduce_rows":
         assert bufs.partial is not None and bufs.recv is not None and bufs.counts is not None
-        ops = reduce_rows_ops(bufs.partial, bufs.recv, bufs.counts, bufs.tiles_per_row, blk_m, peers, world, wait,
-                              bufs.rows_ready if own_rows else None, bufs.fill)
+        ops = reduce_rows_ops(bufs.partial, bufs.recv, bufs.counts, bufs.tiles_per_row, blk_m, peers, world, wait)
     elif ce_pulls_a():
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
         ops = gather_a_pull_ops(bufs.ag, bufs.a_ready, bufs.fill, a.shape[1], blk_m, peers, world)

@@ -6,8 +6,6 @@ need, and None for the others.
     Move / MoveFlags      what a communication program moves: the GEMM's tiles (SRC, READY) into DST
     Gather                all_gather_gemm: this rank's rows of A pushed into every rank's gathered A (its buffers
                           and sizes, then its compile-time fields: one group, present or None as a whole)
-    OwnRows               gemm_reduce_scatter's copy_engine: what the GEMM's epilogue needs to sum this rank's own
-                          rows (passed as the GEMM's TILE_FLAGS)
 
 Beside them every kernel takes the device context CTX (iris_ops.context.DeviceContext), and the overlap kernel the
 GEMM's groups (stream_k.kernel_args). The *Flags groups (and Gather's last fields) are compile-time constants:
@@ -69,18 +67,6 @@ class MoveFlags(NamedTuple):
     OWNED: Any  # tile t is moved by rank t % W alone (overlap.communication.comm_loop)
 
 
-class OwnRows(NamedTuple):
-    """gemm_reduce_scatter's copy_engine where the GEMM's epilogue sums this rank's own rows (its TILE_FLAGS)."""
-
-    COUNTS: Any  # the band map and the finished tiles per band (overlap.communication.copy_engine.store_and_count)
-    RECV: Any  # [W, M/W, N] the peers' rows of their partials, slot = sender (the own slot unused)
-    OUT: Any  # C: this rank's M/W rows of the sum
-    ROWS_READY: Any  # int32 [W, tile rows]: = epoch once sender s's copy of tile row r has landed here
-    stride_slot: int
-    stride_recv: int
-    stride_out: int
-
-
 class Gather(NamedTuple):
     A_LOCAL: Any  # this rank's rows of A (M/W x K)
     stride_lm: int
@@ -102,4 +88,4 @@ class Gather(NamedTuple):
     SEGMENTED: Any  # ... in wait segments of segment_cols columns, and pushes go chunk by chunk (K has several)
 
 
-__all__ = ["Gather", "Move", "MoveFlags", "OwnRows", "Step", "StepFlags", "constexprs"]
+__all__ = ["Gather", "Move", "MoveFlags", "Step", "StepFlags", "constexprs"]

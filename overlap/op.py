@@ -263,17 +263,11 @@ class OverlapOp:
         two_streams the GEMM kernel waits for work of the communication stream (and the communication kernel for
         the GEMM's tiles), so a first launch there could deadlock. Run in sequence, each kernel finishes on its
         own: the arrival is announced first, the GEMM's joining programs move every tile, and the communication
-        kernel finds none left (or moves all of them when GEMM programs do not join). A step whose GEMM waits for
-        side work queued after it (StepLaunches.needs_both: copy_engine summing the own rows) cannot run in one
-        stream's order: its kernels are only loaded (BoundLaunch.load)."""
+        kernel finds none left (or moves all of them when GEMM programs do not join)."""
         if step.side is None or self.runner.comm_stream is None or kind in self._preloaded:
             return
-        if step.needs_both:  # not runnable in one stream's order: its kernels loaded, none run
-            for launch in step.kernels():
-                launch.load()
-        else:
-            for launch in [*self.preload_launches(), *step.launches()]:
-                launch()
+        for launch in [*self.preload_launches(), *step.launches()]:
+            launch()
         torch.cuda.synchronize(self.device)
         self.shmem.barrier()
         self.check_errors()

@@ -25,15 +25,8 @@ from streamk_pgas.overlap.bands import reduce_rows_shift
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from streamk_pgas.overlap.config import OverlapConfig
-from streamk_pgas.overlap.copy_steps import (
-    gathers_a_in_columns,
-    programs_run,
-    reduce_rows_post,
-    schedule_ops,
-    schedule_pre_ops,
-    sums_own_rows,
-)
-from streamk_pgas.overlap.kernel_args import Gather, Move, MoveFlags, OwnRows, Step, StepFlags, constexprs
+from streamk_pgas.overlap.copy_steps import gathers_a_in_columns, reduce_rows_post, schedule_ops, schedule_pre_ops
+from streamk_pgas.overlap.kernel_args import Gather, Move, MoveFlags, Step, StepFlags, constexprs
 from streamk_pgas.overlap.kernels import (
     announce_kernel,
     ce_finish_kernel,
@@ -155,9 +148,8 @@ class Parts:
         pushes A in chunks of columns: a_in_columns)."""
         alg, seq, bufs = self.alg, push, self.bufs
         epilogue = alg.push_epilogue if seq and alg.push_epilogue is not None else alg.epilogue
-        own_rows = counts and self.sums_own_rows()
         if counts:
-            epilogue = alg.own_rows_epilogue if own_rows else store_and_count
+            epilogue = store_and_count
         gemm_a = bufs.ag if alg.gathers_a else a  # all_gather_gemm multiplies the gathered A
         # the copy engine's reduce_rows copies band by band as the GEMM finishes them: each rank starts elsewhere
         shift = (reduce_rows_shift(gemm.plan.M, gemm.plan.BLK_M, self.rank, self.world)
@@ -167,10 +159,6 @@ class Parts:
                                 heap_bases=self.heap_bases, cur_rank=self.rank, world_size=self.world,
                                 row_shift=shift)
         del args["epoch"]  # the kernel reads the step's epoch from CTRL
-        if own_rows:
-            assert bufs.recv is not None and bufs.rows_ready is not None and bufs.counts is not None
-            args["TILE_FLAGS"] = OwnRows(bufs.counts, bufs.recv, bufs.c, bufs.rows_ready, bufs.recv.stride(0),
-                                         bufs.recv.stride(1), bufs.c.stride(0))
         # the overlap kernel's GEMM keeps power-of-two tiles (its communication tiles divide them), no split-K
         tiling, schedule = unwrapped(args["TILING"]), unwrapped(args["SCHEDULE"])
         assert tiling["BLK_N1"] == 0 and args.pop("B1") is None, "the op plans power-of-two tile widths"
@@ -240,17 +228,9 @@ class Parts:
     # ---- copy engines and host-queued copies ---------------------------------------------------------------
     def copy_schedule(self, a: torch.Tensor, finish: BoundLaunch, wait: bool = True) -> CopySchedule:
         assert self.alg.copy_schedule is not None and self.cfg.kernel is not None
-        own_rows = wait and self.sums_own_rows()
         ops = schedule_ops(self.alg.copy_schedule, self.bufs, a, self.heap_bases.tolist(), self.rank, self.world,
-                           self.cfg.kernel.BLK_M, finish, wait, own_rows=own_rows)
-        return CopySchedule(ops, self.copy_engine(), beside=own_rows)
-
-    def sums_own_rows(self) -> bool:
-        """Whether the copy engine's GEMM (on every program) sums this rank's rows in its epilogue (the algorithm has
-        such an epilogue and copy_steps.sums_own_rows allows it), so that no add follows the step's copies."""
-        assert self.cfg.total_sms is not None
-        return (self.alg.own_rows_epilogue is not None and self.alg.copy_schedule == "reduce_rows"
-                and sums_own_rows(self.gemm(self.cfg.total_sms).plan, self.world, programs_run(self.target)))
+                           self.cfg.kernel.BLK_M, finish, wait)
+        return CopySchedule(ops, self.copy_engine())
 
     def a_in_columns(self) -> bool:
         """Whether the copy engine pushes all_gather_gemm's A in chunks of columns, its GEMM reading K in wait

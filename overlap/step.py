@@ -50,13 +50,6 @@ class StepLaunches:
     graph: Any = None
     released: bool = False  # release of the caller's A and B from its launches tried after its first run
 
-    @property
-    def needs_both(self) -> bool:
-        """The main launches wait for side work queued after them (a copy schedule run `beside` them: copy_engine's
-        GEMM summing its own rows): the step runs only with both streams at once (or the host engine beside the
-        interpreter), never in one stream's order."""
-        return bool(getattr(self.side, "beside", False))
-
     def launches(self) -> list[Launchable]:
         """Every launch of the step (post actions aside) in the order a single stream would run them."""
         side = [self.side] if self.side is not None else []
@@ -110,16 +103,13 @@ class StepRunner:
         for action in step.pre:
             action()
         if step.side is None or self.comm_stream is None:
-            main = [launch for _, group in step.main for launch in group]
-            if step.needs_both:  # the kernels wait for the copies: the host engine runs them beside (the CPU)
-                step.side.run_beside(lambda: [launch() for launch in main])
-            else:
-                if step.side is not None and step.side_first:
-                    step.side()
-                for launch in main:
+            if step.side is not None and step.side_first:
+                step.side()
+            for _, group in step.main:
+                for launch in group:
                     launch()
-                if step.side is not None and not step.side_first:
-                    step.side()
+            if step.side is not None and not step.side_first:
+                step.side()
             for action in step.post:
                 action()
             return

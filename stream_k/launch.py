@@ -95,16 +95,6 @@ class BoundLaunch:
                 self.fast_refused = "STREAMK_PGAS_FAST_LAUNCH=0 or the interpreter"
 
 
-    def load(self) -> None:
-        """Compile the kernel and load it into the device's context without launching it (a GPU; nothing in the
-        interpreter or once launched): CUDA loads a kernel lazily at its first launch, and that load may wait for
-        the device to go idle."""
-        if self.compiled is not None or interpreted() or not torch.cuda.is_available():
-            return
-        compiled = self.kernel.warmup(**self.args, **self.options, grid=(self.programs,))
-        if hasattr(compiled, "_init_handles"):
-            compiled._init_handles()
-
     def release(self, *tensors: Any) -> bool:
         """Let go of `tensors` (a caller's buffers, and tensor descriptors over them) once the launch is bound: the
         bound launcher is handed only their addresses, so their memory may be freed and given to the caller's next

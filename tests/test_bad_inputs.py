@@ -142,7 +142,6 @@ CASES: list[Case] = [
     bench(flag="STREAMK_PGAS_STEP_GRAPH", also=("0 or 1", "'maybe'"), env=(("STREAMK_PGAS_STEP_GRAPH", "maybe"),)),
     bench(flag="STREAMK_PGAS_FAST_LAUNCH", also=("0 or 1",), env=(("STREAMK_PGAS_FAST_LAUNCH", "2"),)),
     bench(flag="STREAMK_PGAS_CE_PULL", also=("0 or 1",), env=(("STREAMK_PGAS_CE_PULL", "pull"),)),
-    bench(flag="STREAMK_PGAS_CE_OWN_ROWS", also=("0 or 1",), env=(("STREAMK_PGAS_CE_OWN_ROWS", "maybe"),)),
     bench(flag="STREAMK_PGAS_CE_A_COLUMNS", also=("0 or 1",), env=(("STREAMK_PGAS_CE_A_COLUMNS", "cols"),)),
     bench(flag="STREAMK_PGAS_SHARE_GPU", also=("0 or 1",), env=(("STREAMK_PGAS_SHARE_GPU", "yes"),)),
     bench(flag="STREAMK_PGAS_STEPGRAPH", also=("unknown variable", "STREAMK_PGAS_STEP_GRAPH"),

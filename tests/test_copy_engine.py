@@ -95,7 +95,7 @@ def test_scatter_moves_this_ranks_columns_and_resets_the_counts() -> None:
     src = c[:, :n_local]  # rank 0's columns
     src.copy_(torch.randn(M, n_local))
     n_rb = M // blk_m
-    cut = row_bands("scatter", M, blk_m, 2)
+    cut = row_bands("scatter", n_rb, 2)
     counts = torch.tensor(band_counts(cut, n_rb, 2 * n_rb), dtype=torch.int32)
     for lo, hi in cut:  # the GEMM's counts: every band complete
         counts[n_rb + cut.index((lo, hi))] = (hi - lo) * per_row
@@ -117,7 +117,7 @@ def test_reduce_rows_sends_each_owner_its_rows_only() -> None:
     partial.copy_(torch.randn(M, N))
     recv = h.tensor(world * (M // world), N, torch.float32, stride=32, rank=rank).view(world, M // world, N)
     n_rb = M // blk_m
-    cut = row_bands("reduce_rows", M, blk_m, world)
+    cut = row_bands("reduce_rows", n_rb, world)
     counts = torch.tensor(band_counts(cut, n_rb, 2 * n_rb), dtype=torch.int32)
     counts[n_rb:n_rb + len(cut)] = torch.tensor([(hi - lo) * 2 for lo, hi in cut], dtype=torch.int32)
     ops = reduce_rows_ops(partial, recv, counts, 2, blk_m, h.peers(rank), world)

@@ -67,31 +67,6 @@ def test_every_mode_with_unaligned_n_on_four_ranks(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_copy_engine_gemm_sums_its_own_rows(tmp_path: Path) -> None:
-    """gemm_reduce_scatter's copy_engine at a shape whose tile rows lie within one rank's rows (bands cut per owner),
-    C poisoned between steps: the GEMM's epilogue sums the own rows once the peers' copies have landed (the OK line
-    says own_rows; STREAMK_PGAS_CE_OWN_ROWS=1, which GPUs need for it). On GPUs 200 steps back to back, then the
-    same op with rotating user tensors and graph replays;
-    on the CPU (the host engine copying from a thread beside the interpreter) 3 steps, a tile row per rank, one
-    tile column."""
-    skip_unless_ranks(4)
-    gpu = on_gpu()
-    # GPU: 192 tiles on 132 programs (fp32, 128 x 64 tiles), so programs take a peer's tile and then an own one
-    m, n, k, steps = (4096, 384, 256, 200) if gpu else (64, 16, 32, 3)
-    shape = ["--m", str(m), "--n", str(n), "--k", str(k)]
-    env = {"STREAMK_PGAS_CE_OWN_ROWS": "1"}  # on GPUs an experiment, off by default (copy_steps.programs_run)
-    out = run_mpi(4, SCRIPT, "--steps", str(steps), "--poison_between", "--algorithms", "gemm_reduce_scatter",
-                  "--modes", "copy_engine", *shape, timeout=600, env={**shm_env(tmp_path / "shm"), **env}).stdout
-    check_output(out, 4, steps, ("gemm_reduce_scatter",), ("copy_engine",))
-    assert out.count(" own_rows") == 1, out  # rank 0's line
-    if gpu:
-        for extra in (["--rotate"], ["--graph"]):
-            b2b = run_mpi(4, str(MPI_DIR / "op_back_to_back.py"), "--steps", "200", "--algorithms",
-                          "gemm_reduce_scatter", "--modes", "copy_engine", *shape, *extra, timeout=600, env=env).stdout
-            assert "OP_B2B_FAIL" not in b2b and "OP_B2B_OK gemm_reduce_scatter copy_engine ranks 4" in b2b, b2b
-
-
-@pytest.mark.slow
 def test_bf16(tmp_path: Path) -> None:
     """bf16 (neither algorithm adds atomically, so the interpreter runs both): fused and fused_sequential."""
     modes = ("fused", "fused_sequential")

@@ -16,10 +16,8 @@ its links), and C is the same bits in every run. SRC is the partial, DST C (on t
 GEMM programs sum tiles once their GEMM work is done.
 
 Buffers: partial [M, N] (H); C [M/W, N] (H); READY [W, tiles] (H). copy_engine: the partial's rows go to their
-owner's RECV [W, M/W, N] (H), slot = sender (overlap.copy_steps "reduce_rows"), and C = the rank-order sum of the own
-rows and the other slots: in the GEMM's epilogue of the own rows, which the GEMM computes last, once the peers'
-copies of a tile row have landed (sum_own_rows_epilogue; each copy is followed by its ROWS_READY words [W, tile rows]
-(H)), or where that cannot be (overlap.copy_steps.sums_own_rows) in one kernel after the step's copies."""
+owner's RECV [W, M/W, N] (H), slot = sender, and C = own rows + the other slots, added after the step's copies
+(overlap.copy_steps "reduce_rows")."""
 
 from __future__ import annotations
 
@@ -27,15 +25,10 @@ import triton
 import triton.language as tl
 
 from streamk_pgas import spec
-from streamk_pgas.iris_ops.context import wait_or_record
-from streamk_pgas.iris_ops.device import ERR_PEER_ROWS, translate
+from streamk_pgas.iris_ops.device import translate
 from streamk_pgas.overlap.algorithms.all_reduce import signal_owner_epilogue
 from streamk_pgas.overlap.algorithms.record import SYS_RELEASE_US, AlgorithmRecord, Rates, rows_for_loads_in_flight
 from streamk_pgas.overlap.communication.comm_loop import rank_order_sum, subtile_offsets
-from streamk_pgas.overlap.communication.copy_engine import rank_order_slots, store_and_count
-
-_ERR_PEER_ROWS: tl.constexpr = tl.constexpr(ERR_PEER_ROWS)
-_OWN_SUM_ELEMENTS: tl.constexpr = tl.constexpr(8192)  # one sub-tile of the epilogue's sum (W loads of it in flight)
 
 
 @triton.jit
@@ -59,42 +52,10 @@ def reduce_to_row_owners_tile(pid_m, pid_n, sm, MOVE, CTX,
             tl.store(translate(MOVE.DST, CTX.cur_rank, p, CTX.heap_bases) + offs, vals, mask=mask & mine[:, None])
 
 
-@triton.jit
-def sum_own_rows_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS, epoch, CTX):
-    """EPILOGUE of copy_engine where the GEMM sums this rank's rows (TILE_FLAGS: overlap.kernel_args.OwnRows): the
-    tile is stored and counted as store_and_count does; a tile of this rank's own rows then waits (bounded) until
-    every peer's copy of its tile row has landed in RECV (ROWS_READY[s, tile row] >= epoch), and stores into OUT the
-    rank-order sum of the slots, its own the partial just stored (copy_engine.rank_order_slots, as the sum after the
-    copies adds them: the same bits). Tile rows lie within one rank's rows (M a multiple of W * BLK_M)."""
-    BLK_M: tl.constexpr = acc.shape[0]
-    BLK_N: tl.constexpr = acc.shape[1]
-    SUB0: tl.constexpr = _OWN_SUM_ELEMENTS // BLK_N
-    SUB: tl.constexpr = SUB0 if SUB0 < BLK_M else BLK_M
-    store_and_count(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile_id, TILE_FLAGS.COUNTS, epoch, CTX)
-    a_rows = M // CTX.world_size
-    own0 = CTX.cur_rank * a_rows
-    if (row0 >= own0) & (row0 < own0 + a_rows):
-        pid_m = row0 // BLK_M
-        for s in tl.static_range(CTX.world_size):
-            if s != CTX.cur_rank:
-                wait_or_record(CTX, TILE_FLAGS.ROWS_READY + s * (M // BLK_M) + pid_m, epoch, _ERR_PEER_ROWS.value,
-                               tile_id, "sys")
-        cols = rn[None, :]
-        for sm in tl.static_range(BLK_M // SUB):
-            rows = row0 + sm * SUB + tl.arange(0, SUB)
-            local = (rows - own0)[:, None]
-            mask = (rows[:, None] < M) & (cols < N)
-            total = rank_order_slots(C, rows[:, None] * stride_cm + cols * stride_cn, TILE_FLAGS.RECV,
-                                     TILE_FLAGS.stride_slot, local * TILE_FLAGS.stride_recv + cols, mask,
-                                     CTX.cur_rank, CTX.world_size)
-            out = TILE_FLAGS.OUT
-            tl.store(out + local * TILE_FLAGS.stride_out + cols, total.to(out.dtype.element_ty), mask=mask)
-
-
 RECORD = AlgorithmRecord(
     spec.ALGORITHMS["gemm_reduce_scatter"], reduce_to_row_owners_tile, signal_owner_epilogue, None,
     ready_from_every_rank=True, writes_peers=True, partial_buffer=True, owns_tiles=True,
-    copy_schedule="reduce_rows", comm_tile_rows=rows_for_loads_in_flight, own_rows_epilogue=sum_own_rows_epilogue,
+    copy_schedule="reduce_rows", comm_tile_rows=rows_for_loads_in_flight,
     # all_reduce's reduction with one store of the sum instead of W; the ceiling: its communication alone moved
     # 203-243 GB/s at W = 2 and 4 on 20-48 programs, at 2048 x 8192 x 8192 .. 4096 x 57344 x 8192
     # (results/logs/h100x4/ce-6f13f82, calib-9f9b036)

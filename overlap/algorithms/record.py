@@ -73,10 +73,6 @@ class AlgorithmRecord:
     # the rows of the communication sub-tile for (the GEMM tile's BLK_M, BLK_N, world size) when not given (None:
     # BLK_M, the whole tile); its columns are the tile's
     comm_tile_rows: Callable[[int, int, int], int] | None = None
-    # copy_engine's epilogue that also sums this rank's own rows of the output once the peers' copies of them have
-    # landed ("reduce_rows"; TILE_FLAGS an overlap.kernel_args.OwnRows), where overlap.copy_steps.sums_own_rows
-    # allows it (None: the sum runs after the step's copies)
-    own_rows_epilogue: Any | None = None
 
     @property
     def name(self) -> str:

@@ -24,7 +24,6 @@ has run the GEMM, so each WaitGeq is a bounded poll that finds its count, and ea
 from __future__ import annotations
 
 import ctypes
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -210,22 +209,17 @@ class CopySchedule:
 
     On a GPU the operations are queued one by one the first time (each a driver call of several
     microseconds), then captured once into a CUDA graph on the op's communication stream, and every later
-    call replays that graph: one launch per step (not a schedule whose step's kernels wait for it: `beside`).
-    Inside a caller's own graph capture they are queued one by one, so they become part of that graph."""
+    call replays that graph: one launch per step. Inside a caller's own graph capture they are queued one
+    by one, so they become part of that graph."""
 
     name = "copy_schedule"
     compiled = None
 
-    def __init__(self, ops: Sequence[Op], engine: HostEngine | CudaEngine, beside: bool = False) -> None:
+    def __init__(self, ops: Sequence[Op], engine: HostEngine | CudaEngine) -> None:
         self.ops = list(ops)
-        # the step's kernels wait for these copies (copy_steps.sums_own_rows): run beside them, not after
-        self.beside = beside
         self._calls = [engine.compile(op) for op in self.ops]
         self.launches = [op.launch for op in self.ops if isinstance(op, Launch)]
-        # Not where kernels wait for these copies: a capture (torch.cuda.graph) first synchronizes the device, which
-        # would wait for a GEMM queued before the copies it waits for; such a step replays from the op's own graph
-        # of the whole step (overlap.step.StepRunner), inside whose capture the operations are queued one by one.
-        self._graphable = isinstance(engine, CudaEngine) and not beside
+        self._graphable = isinstance(engine, CudaEngine)
         self._runs = 0
         self._graph: Any = None
         self._graph_stream: Any = None
@@ -268,33 +262,6 @@ class CopySchedule:
             return
         for call in self._calls:
             call(stream)
-        self._runs += 1
-
-    def run_beside(self, main: Callable[[], None]) -> None:
-        """Without a stream of its own (the host engine): the copies in a thread while `main` (the step's kernels)
-        runs in this one, then, once both are done, the schedule's kernel launches (ce_finish), here: Triton's
-        interpreter runs kernels one at a time. An error in either is raised here, after both have ended."""
-        copies = [c for c, op in zip(self._calls, self.ops, strict=True) if not isinstance(op, Launch)]
-        launches = [c for c, op in zip(self._calls, self.ops, strict=True) if isinstance(op, Launch)]
-        failed: list[BaseException] = []
-
-        def run_copies() -> None:
-            try:
-                for call in copies:
-                    call(None)
-            except BaseException as exc:  # raised in the caller's thread below
-                failed.append(exc)
-
-        worker = threading.Thread(target=run_copies, name="copy_schedule", daemon=True)
-        worker.start()
-        try:
-            main()
-        finally:
-            worker.join()
-        if failed:
-            raise failed[0]
-        for call in launches:
-            call(None)
         self._runs += 1
 
 

@@ -46,7 +46,7 @@ class CopyEngine(ModeSteps):
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
         step = StepLaunches("step", pre=[*parts.copy_pre(a), parts.ce_start()], main=[("gemm", [gemm])],
                             side=schedule, side_name="copy", side_first=alg.gathers_a, post_name="add")
-        if alg.copy_schedule == "reduce_rows" and not schedule.beside:  # else the GEMM's epilogue sums the own rows
+        if alg.copy_schedule == "reduce_rows":
             step.post = [parts.reduce_rows_post()]
         return step
 
@@ -85,7 +85,6 @@ class CopyEngine(ModeSteps):
         # gemm_reduce_scatter's GEMM ends with the rank's own rows (nothing to copy: overlap.bands.reduce_rows_shift)
         rows = p.spec.family.output == "rows"
         tail = 0.0 if rows else remote / peer / CE_BANDS
-        # gemm_reduce_scatter's sum after the copies: W slots read, its rows written (copy_steps.reduce_rows_post;
-        # the sum in the GEMM's epilogue, STREAMK_PGAS_CE_OWN_ROWS=1 on GPUs, is not modelled apart)
+        # gemm_reduce_scatter's sum after the copies: W slots read, its rows written (copy_steps.reduce_rows_post)
         add = (p.world_size + 1) * local / (LOCAL_GBS * 1e6) if rows else 0.0
         return max(g, remote / peer) + tail + add + ops + CE_FIXED_MS["follows_gemm"] + sync_ms(p)

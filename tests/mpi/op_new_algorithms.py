@@ -11,10 +11,9 @@ gemm_reduce_scatter: C[its M/W rows, :]). The first combination of each algorith
 inputs and checks one more step. M is chosen so that M/W is not a multiple of the 16-row tiles: row
 blocks straddle two ranks' rows. One line per combination:
 
-    OP_NEW_OK <algorithm> <mode> ranks W steps S err E [new_inputs ok] [own_rows] [a_columns]
+    OP_NEW_OK <algorithm> <mode> ranks W steps S err E [new_inputs ok] [a_columns]
 
-(own_rows: gemm_reduce_scatter's copy_engine whose GEMM sums this rank's rows in its epilogue; a_columns:
-all_gather_gemm's copy_engine that pushes A in chunks of columns, its GEMM waiting by segments.)
+(a_columns: all_gather_gemm's copy_engine that pushes A in chunks of columns, its GEMM waiting by segments.)
 Any failure prints "OP_NEW_FAIL <algorithm> <mode> ...: <what>" and exits non-zero.
 """
 
@@ -61,10 +60,9 @@ def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change
         stale = rel_error(op, a, b)
         assert stale > 0.1, f"C still matches the old inputs (error {stale:.3g}): the op did not re-read its buffers"
     shmem.barrier()  # no rank frees (resets) its heap while a peer may still touch it
-    own_rows = " own_rows" if op.parts.sums_own_rows() else ""  # gemm_reduce_scatter copy_engine: the GEMM sums
     a_columns = " a_columns" if mode == "copy_engine" and op.parts.a_in_columns() else ""
     return (f"OP_NEW_OK {alg} {mode} ranks {op.world} steps {args.steps} err {err:.2e}"
-            f"{' new_inputs ok' if change_inputs else ''}{own_rows}{a_columns}")
+            f"{' new_inputs ok' if change_inputs else ''}{a_columns}")
 
 
 def main() -> int:
