@@ -17,10 +17,13 @@ this rank has landed. The GEMM runs on every SM.
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them.
                  With STREAMK_PGAS_CE_PULL=1 (an experiment) each rank instead copies its own rows into its
                  slot 0 before the step's start and pulls slot j from rank + j's slot 0, its ready words here.
-                 With STREAMK_PGAS_CE_A_COLUMNS=1 (an experiment, pushes only: gathers_a_in_columns) each slot
-                 goes in chunks of columns instead (all its rows, one GEMM wait segment of columns a copy), each
-                 followed by the ready words of that segment's chunks of its row blocks, and the GEMM reads K in
-                 wait segments: a tile starts on its rows' first columns while the rest are in flight
+                 With STREAMK_PGAS_CE_A_COLUMNS=1 (an experiment, pushes only: gathers_a_in_columns) each peer's
+                 slot goes in chunks of columns instead (all its rows, one GEMM wait segment of columns a copy),
+                 each followed by the ready words of that segment's chunks of its row blocks, and the GEMM reads K
+                 in wait segments: a tile starts on its rows' first columns while the rest are in flight. The own
+                 slot is then copied on the main stream after the step's start and before the GEMM (one copy of
+                 its rows, one of its words: schedule_start_ops), so that no copy within this GPU's memory is
+                 queued beside the GEMM (see gather_a_own_ops)
 
 Bands: overlap.bands (how many per copy region, and why).
 """
@@ -195,14 +198,15 @@ def _column_words(a_ready: torch.Tensor, fill: torch.Tensor, slot: int, rb_a: in
 
 def gather_a_column_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
                         peers: Peers, world: int) -> list[Op]:
-    """all_gather_gemm in columns (gathers_a_in_columns): this rank's rows `a` (M/W x K) into slot j of rank
-    (rank - j)'s gathered A, in the order the GEMM reads the slots (slot 0, the own copy, first), each slot in copies
-    of all its rows and one wait segment of columns (_column_copies), each followed by the A_READY words of that
-    segment's chunks of the slot's row blocks (copied from FILL)."""
+    """all_gather_gemm in columns (gathers_a_in_columns), the copy stream's part: this rank's rows `a` (M/W x K) into
+    slot j >= 1 of rank (rank - j)'s gathered A, in the order the GEMM reads the slots, each slot in copies of all
+    its rows and one wait segment of columns (_column_copies), each followed by the A_READY words of that segment's
+    chunks of the slot's row blocks (copied from FILL). Every copy here lands on a peer; the own slot (slot 0) goes
+    before the GEMM on the main stream (gather_a_own_ops)."""
     m, k = ag.shape[0], a.shape[1]
     a_rows, n_rb, n_kc, chunk = m // world, -(-m // blk_m), a_chunks(k), a_chunk_cols(k)
     ops: list[Op] = []
-    for slot in range(world):
+    for slot in range(1, world):
         dest = (peers.rank + world - slot) % world
         r0, r1 = slot * a_rows, (slot + 1) * a_rows
         rb_a, rb_b = r0 // blk_m, (r1 - 1) // blk_m + 1
@@ -212,6 +216,21 @@ def gather_a_column_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor
             ops.append(_column_words(a_ready, fill, slot, rb_a, rb_b, c0 // chunk, -(-c1 // chunk), n_rb, n_kc,
                                      peers, dest))
     return ops
+
+
+def gather_a_own_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
+                     world: int) -> list[Op]:
+    """all_gather_gemm in columns (gathers_a_in_columns), the main stream's part, queued after the step's start
+    (ce_start, which writes FILL) and before the GEMM: this rank's rows `a` into slot 0 of its own gathered A in one
+    copy, then the A_READY words of slot 0's row blocks, every chunk, in one copy from FILL (the kinds of copy the
+    row chunks make). These copies stay within this GPU's memory, and ahead of the GEMM in stream order they need
+    nothing that the GEMM holds while it waits: the copy stream beside the GEMM holds only copies to peers (the own
+    slot's 2-D copies there are the likely reason why its GEMM's waits gave up on GPUs: CHANGELOG)."""
+    a_rows, n_kc = ag.shape[0] // world, a_chunks(a.shape[1])
+    words = a_ready[:((a_rows - 1) // blk_m + 1) * n_kc]  # slot 0: row blocks 0 .. the last one its rows reach
+    nbytes = 4 * words.numel()
+    assert fill.numel() * 4 >= nbytes
+    return [rows_copy(ag[:a_rows], a), Copy2D(words.data_ptr(), nbytes, fill.data_ptr(), nbytes, nbytes, 1)]
 
 
 def gather_own_rows(a: torch.Tensor, ag: torch.Tensor, world: int) -> list[Op]:
@@ -267,6 +286,16 @@ def schedule_pre_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, world: int) ->
     if kind == "gather_a" and ce_pulls_a():
         assert bufs.ag is not None
         return gather_own_rows(a, bufs.ag, world)
+    return []
+
+
+def schedule_start_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, world: int, blk_m: int) -> list[Op]:
+    """What the schedule needs queued on the main stream after the step's start (ce_start) and before its GEMM:
+    all_gather_gemm's own slot and its ready words where A goes in chunks of columns (gather_a_own_ops); nothing
+    otherwise."""
+    if kind == "gather_a" and gathers_a_in_columns(a.shape[1]):
+        assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
+        return gather_a_own_ops(a, bufs.ag, bufs.a_ready, bufs.fill, blk_m, world)
     return []
 
 

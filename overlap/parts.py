@@ -25,7 +25,13 @@ from streamk_pgas.overlap.bands import reduce_rows_shift
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from streamk_pgas.overlap.config import OverlapConfig
-from streamk_pgas.overlap.copy_steps import gathers_a_in_columns, reduce_rows_post, schedule_ops, schedule_pre_ops
+from streamk_pgas.overlap.copy_steps import (
+    gathers_a_in_columns,
+    reduce_rows_post,
+    schedule_ops,
+    schedule_pre_ops,
+    schedule_start_ops,
+)
 from streamk_pgas.overlap.kernel_args import Gather, Move, MoveFlags, Step, StepFlags, constexprs
 from streamk_pgas.overlap.kernels import (
     announce_kernel,
@@ -241,6 +247,13 @@ class Parts:
         """The copies the schedule needs on the main stream before the step's start (copy_steps.schedule_pre_ops)."""
         assert self.alg.copy_schedule is not None
         ops = schedule_pre_ops(self.alg.copy_schedule, self.bufs, a, self.world)
+        return [CopySchedule(ops, self.copy_engine())] if ops else []
+
+    def copy_start(self, a: torch.Tensor) -> list[CopySchedule]:
+        """The copies the schedule needs on the main stream after the step's start and before its GEMM
+        (copy_steps.schedule_start_ops)."""
+        assert self.alg.copy_schedule is not None and self.cfg.kernel is not None
+        ops = schedule_start_ops(self.alg.copy_schedule, self.bufs, a, self.world, self.cfg.kernel.BLK_M)
         return [CopySchedule(ops, self.copy_engine())] if ops else []
 
     def copy_engine(self) -> Any:
