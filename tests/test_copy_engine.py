@@ -29,6 +29,8 @@ from streamk_pgas.overlap.copy_steps import (
     CE_A_COLUMNS_ENV,
     CE_PULL_ENV,
     Peers,
+    column_word_pattern,
+    column_words_action,
     gather_a_column_ops,
     gather_a_ops,
     gather_a_own_ops,
@@ -241,27 +243,31 @@ def test_gather_a_pulled_fills_every_slot_and_its_ready_words_here() -> None:
 def _column_setup(world: int, m: int, k: int, blk_m: int) -> tuple:
     """The ranks' heaps (the gathered A and the ready words), every rank's column schedule as the op splits it (the
     own slot on the main stream before the GEMM, the peers' slots on the copy stream), and what the schedules read
-    from (each rank's rows of A, FILL), which must outlive them: they hold raw addresses. A step writes its rows into
-    `rows` and its epoch into FILL (_column_step) before running them."""
+    from (each rank's rows of A, FILL, the source of the peers' words), which must outlive them: they hold raw
+    addresses. A step writes its rows, its epoch into FILL and the words' source (_column_step) before running them."""
     h = TwoHeaps(2 * m * k * 4 + (1 << 16), ranks=world)
     ag = h.tensor(m, k, torch.float32, stride=k + 8)  # rows with a pitch past K, as the op's padded rows
     n_rb, n_kc = -(-m // blk_m), a_chunks(k)
     a_ready = h.tensor(1, world * n_rb * n_kc, torch.int32)[0]
     fill = torch.zeros(n_rb * n_kc, dtype=torch.int32)
+    pattern = column_word_pattern(m, k, blk_m, world)
+    words = torch.zeros_like(pattern)
     rows = [torch.zeros(m // world, k) for _ in range(world)]
     mine = [(h.on(ag, r), h.on(a_ready.view(1, -1), r)[0]) for r in range(world)]  # each rank's own heap's tensors
     own = [gather_a_own_ops(rows[r], *mine[r], fill, blk_m, world) for r in range(world)]
-    side = [gather_a_column_ops(rows[r], *mine[r], fill, blk_m, h.peers(r), world) for r in range(world)]
-    return h, ag, a_ready, own, side, (rows, fill)
+    side = [gather_a_column_ops(rows[r], *mine[r], words, blk_m, h.peers(r), world) for r in range(world)]
+    return h, ag, a_ready, own, side, (rows, fill, column_words_action(pattern, fill, words), words)
 
 
 def _column_step(sources: tuple, world: int, m: int, k: int, epoch: int) -> torch.Tensor:
-    """A step's inputs: new rows of A on every rank, FILL = the step's epoch (ce_start's); returns the whole A."""
-    rows, fill = sources
+    """A step's inputs: new rows of A on every rank, FILL = the step's epoch (ce_start's), then the peers' words'
+    source from it (the main stream's action after ce_start); returns the whole A."""
+    rows, fill, column_words, _words = sources
     whole = torch.randn(m, k)
     for r in range(world):
         rows[r].copy_(whole[r * (m // world):(r + 1) * (m // world)])
     fill.fill_(epoch)
+    column_words()
     return whole
 
 
@@ -317,6 +323,7 @@ def test_gather_a_in_columns_fills_every_slot_and_its_ready_words_after_the_rows
     for r in range(world):  # the own slot: its rows, its words; each peer's: rows then words per segment
         assert [type(op).__name__ for op in own[r]] == ["Copy2D"] * 2
         assert [type(op).__name__ for op in side[r]] == ["Copy2D"] * 2 * (world - 1) * segments
+        assert all(op.rows == 1 and op.dst_pitch == op.src_pitch == op.width for op in side[r][1::2])  # contiguous
     ops = [own[r] + side[r] for r in range(world)]
     seen = 0
     for step in zip(*ops, strict=True):  # the ranks' schedules interleaved, operation by operation
@@ -332,6 +339,15 @@ def test_gather_a_in_columns_fills_every_slot_and_its_ready_words_after_the_rows
         assert int((words != epoch).sum()) == int((words == 0).sum())  # the others never written
         rotated = torch.cat([whole[((d + j) % world) * a_rows:((d + j) % world + 1) * a_rows] for j in range(world)])
         assert torch.equal(h.on(ag, d), rotated)
+
+
+def test_column_word_pattern_marks_the_chunks_of_the_segments_landed() -> None:
+    """K = 9000: 9 chunks of 1024 columns, wait segments of 4096 (chunks 0-3, 4-7, 8); M/W = 12 rows over row blocks
+    of 16: a slot overlaps at most 2 of them."""
+    pattern = column_word_pattern(48, 9000, 16, 4)
+    assert pattern.dtype == torch.int32 and tuple(pattern.shape) == (3, 2 * 9)
+    for g, end in enumerate((4, 8, 9)):
+        assert pattern[g].tolist() == ([1] * end + [0] * (9 - end)) * 2
 
 
 def test_gather_a_in_columns_copy_stream_copies_only_to_peers() -> None:
@@ -354,8 +370,9 @@ def test_gather_a_in_columns_copy_stream_copies_only_to_peers() -> None:
 def test_gather_a_in_columns_back_to_back_steps_words_only_after_their_rows(world: int, m: int, blk_m: int) -> None:
     """Four steps back to back (epochs 1..4, new rows of A each step, FILL rewritten as ce_start does), the ranks'
     copy streams each in a thread of the host engine while this thread plays every rank's GEMM: it polls each ready
-    word the GEMM reads, which must hold the last step's epoch (or 0 before the first) until it reaches this step's,
-    and then the word's rows and columns must hold this step's rows. Every word the GEMM reads reaches the epoch."""
+    word the GEMM reads, which must hold the last step's epoch or 0 (a later segment's word, not landed) until it
+    reaches this step's, and then the word's rows and columns must hold this step's rows. Every word the GEMM reads
+    reaches the epoch."""
     k = 9000
     h, ag, a_ready, own, side, sources = _column_setup(world, m, k, blk_m)
     n_rb, n_kc = -(-m // blk_m), a_chunks(k)
@@ -381,7 +398,7 @@ def test_gather_a_in_columns_back_to_back_steps_words_only_after_their_rows(worl
         while waiting and not failed:
             for d, slot, rb, kc in sorted(waiting):
                 seen = int(words[d][slot, rb, kc])
-                assert seen in (epoch - 1, epoch), (epoch, d, slot, rb, kc, seen)  # never stale, never ahead
+                assert seen in (0, epoch - 1, epoch), (epoch, d, slot, rb, kc, seen)  # never stale, never ahead
                 if seen == epoch:
                     assert _landed(h, ag, whole, world, blk_m, d, slot, rb, kc), (epoch, d, slot, rb, kc)
                     waiting.discard((d, slot, rb, kc))
@@ -403,8 +420,9 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
         columns: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The op's step on rank 1 of 4 (built for an H100, not run). With STREAMK_PGAS_CE_A_COLUMNS=1: the main stream
     queues ce_start, then the own slot (its rows, its ready words: into this rank's buffers, from its rows of A and
-    FILL), then the GEMM; every copy of the copy stream lands on a peer. Without it the row chunks' step as before:
-    ce_start alone ahead of the GEMM, the own slot's chunks first on the copy stream."""
+    FILL) and the source of the peers' words, then the GEMM; every copy of the copy stream lands on a peer, each
+    words copy one contiguous row. Without it the row chunks' step as before: ce_start alone ahead of the GEMM, the
+    own slot's chunks first on the copy stream."""
     from streamk_pgas import spec
     from streamk_pgas.overlap.listing import op_for
     from streamk_pgas.overlap.step import StepLaunches
@@ -423,12 +441,14 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
         assert len(step.pre) == 1
         assert _inside(copies[0].dst, bufs.ag)  # the own slot first, on the copy stream
         return
-    assert len(step.pre) == 2 and isinstance(step.pre[1], CopySchedule)
+    assert len(step.pre) == 3 and isinstance(step.pre[1], CopySchedule) and callable(step.pre[2])
     rows, words = step.pre[1].ops
     assert rows.dst == bufs.ag.data_ptr() and rows.src == bufs.a.data_ptr() and rows.rows == bufs.a.shape[0]
     assert words.dst == bufs.a_ready.data_ptr() and words.src == bufs.fill.data_ptr()
     assert not any(_inside(c.dst, bufs.ag, bufs.a_ready, bufs.fill, bufs.a) for c in copies)
     assert len(copies) == 2 * 3 * -(-9000 // a_segment_cols(9000))  # three peers' slots, rows + words a segment
+    source = op.parts.column_words()[1]
+    assert all(c.rows == 1 and _inside(c.src, source) for c in copies[1::2])  # the words: one contiguous row each
     kinds = [launch.name for launch in step.kernels()]  # no kernel added: the own slot is copies only
     assert kinds == ["ce_start_kernel", "ce_finish_kernel", "overlap_kernel"], kinds
 
