@@ -17,10 +17,13 @@ this rank has landed. The GEMM runs on every SM.
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them.
                  With STREAMK_PGAS_CE_PULL=1 (an experiment) each rank instead copies its own rows into its
                  slot 0 before the step's start and pulls slot j from rank + j's slot 0, its ready words here.
-                 With STREAMK_PGAS_CE_A_COLUMNS=1 (an experiment, pushes only: gathers_a_in_columns) each slot
-                 goes in chunks of columns instead (all its rows, one GEMM wait segment of columns a copy), each
-                 followed by the ready words of that segment's chunks of its row blocks, and the GEMM reads K in
-                 wait segments: a tile starts on its rows' first columns while the rest are in flight
+                 With STREAMK_PGAS_CE_A_COLUMNS=1 (an experiment, pushes only: gathers_a_in_columns) each peer's
+                 slot goes in chunks of columns instead (all its rows, one GEMM wait segment of columns a copy),
+                 each followed by the ready words of that segment's chunks of its row blocks, and the GEMM reads K
+                 in wait segments: a tile starts on its rows' first columns while the rest are in flight. The own
+                 slot is then copied on the main stream after the step's start and before the GEMM (one copy of
+                 its rows, one of its words: gather_a_own_ops), so that no copy within this GPU's memory is queued
+                 beside the GEMM, and each words copy to a peer is one contiguous copy (column_word_pattern)
 
 Bands: overlap.bands (how many per copy region, and why).
 """
@@ -183,35 +186,65 @@ def _column_copies(k: int) -> list[tuple[int, int]]:
     return [(c, min(k, c + seg)) for c in range(0, k, seg)]
 
 
-def _column_words(a_ready: torch.Tensor, fill: torch.Tensor, slot: int, rb_a: int, rb_b: int, kc_a: int, kc_b: int,
-                  n_rb: int, n_kc: int, peers: Peers, on: int) -> Copy2D:
-    """The A_READY words of chunks [kc_a, kc_b) of row blocks [rb_a, rb_b) of slot `slot` on rank `on`, from FILL:
-    one 2-D copy, a row of words per row block, the destination's pitch a row block's n_kc words."""
-    first = a_ready[(slot * n_rb + rb_a) * n_kc + kc_a:]
-    width = 4 * (kc_b - kc_a)
-    assert fill.numel() >= (rb_b - rb_a) * (kc_b - kc_a)
-    return Copy2D(peers.addr(first, on), 4 * n_kc, fill.data_ptr(), width, width, rb_b - rb_a)
+def column_word_pattern(m: int, k: int, blk_m: int, world: int) -> torch.Tensor:
+    """[wait segments, L] int32 of 0 / 1, row g: the A_READY words of a slot's row blocks (row block after row
+    block, n_kc words each; L for the most row blocks a slot can overlap) once its segments 0..g of columns have
+    landed: 1 for a chunk of those segments, 0 for a later one. Times the step's epoch (column_words_action), the
+    source of the peers' words in columns: each words copy is one contiguous copy of a slot's words, as the row
+    chunks' are, instead of a 2-D copy of narrow rows (a segment's chunks in each row block). Writing 0 over a later
+    segment's words is harmless: they are below the epoch until their own copy, which comes later on the stream."""
+    a_rows, n_kc, chunk = m // world, a_chunks(k), a_chunk_cols(k)
+    kc = torch.arange(n_kc, dtype=torch.int32).repeat(-(-a_rows // blk_m) + 1)
+    return torch.stack([(kc < -(-c1 // chunk)).to(torch.int32) for _, c1 in _column_copies(k)])
 
 
-def gather_a_column_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
+def column_words_action(pattern: torch.Tensor, fill: torch.Tensor, words: torch.Tensor) -> Any:
+    """The step's source of the peers' words in columns: words = pattern x the epoch (FILL[0], written by ce_start),
+    one small kernel queued on the main stream after ce_start and before the copy stream forks."""
+
+    def column_words() -> None:
+        torch.mul(pattern, fill[:1], out=words)
+
+    return column_words
+
+
+def gather_a_column_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, words: torch.Tensor, blk_m: int,
                         peers: Peers, world: int) -> list[Op]:
-    """all_gather_gemm in columns (gathers_a_in_columns): this rank's rows `a` (M/W x K) into slot j of rank
-    (rank - j)'s gathered A, in the order the GEMM reads the slots (slot 0, the own copy, first), each slot in copies
-    of all its rows and one wait segment of columns (_column_copies), each followed by the A_READY words of that
-    segment's chunks of the slot's row blocks (copied from FILL)."""
+    """all_gather_gemm in columns (gathers_a_in_columns), the copy stream's part: this rank's rows `a` (M/W x K) into
+    slot j >= 1 of rank (rank - j)'s gathered A, in the order the GEMM reads the slots, each slot in copies of all
+    its rows and one wait segment of columns (_column_copies), each followed by one contiguous copy of the A_READY
+    words of the slot's row blocks from `words` (column_word_pattern x the epoch: the epoch for the chunks landed
+    so far). Every copy here lands on a peer; the own slot (slot 0) goes before the GEMM on the main stream
+    (gather_a_own_ops)."""
     m, k = ag.shape[0], a.shape[1]
-    a_rows, n_rb, n_kc, chunk = m // world, -(-m // blk_m), a_chunks(k), a_chunk_cols(k)
+    a_rows, n_rb, n_kc = m // world, -(-m // blk_m), a_chunks(k)
+    assert words.shape[0] == len(_column_copies(k))
     ops: list[Op] = []
-    for slot in range(world):
+    for slot in range(1, world):
         dest = (peers.rank + world - slot) % world
         r0, r1 = slot * a_rows, (slot + 1) * a_rows
         rb_a, rb_b = r0 // blk_m, (r1 - 1) // blk_m + 1
-        for c0, c1 in _column_copies(k):
+        assert words.shape[1] >= (rb_b - rb_a) * n_kc
+        for g, (c0, c1) in enumerate(_column_copies(k)):
             dst = ag[r0:r1, c0:c1]
             ops.append(rows_copy(dst, a[:, c0:c1], peers.addr(dst, dest)))
-            ops.append(_column_words(a_ready, fill, slot, rb_a, rb_b, c0 // chunk, -(-c1 // chunk), n_rb, n_kc,
-                                     peers, dest))
+            ops.append(_ready_words(a_ready, words[g], slot, rb_a, rb_b, n_rb, n_kc, peers, dest))
     return ops
+
+
+def gather_a_own_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
+                     world: int) -> list[Op]:
+    """all_gather_gemm in columns (gathers_a_in_columns), the main stream's part, queued after the step's start
+    (ce_start, which writes FILL) and before the GEMM: this rank's rows `a` into slot 0 of its own gathered A in one
+    copy, then the A_READY words of slot 0's row blocks, every chunk, in one copy from FILL (the kinds of copy the
+    row chunks make). These copies stay within this GPU's memory, and ahead of the GEMM in stream order they need
+    nothing that the GEMM holds while it waits: the copy stream beside the GEMM holds only copies to peers (the own
+    slot's 2-D copies there are the likely reason why its GEMM's waits gave up on GPUs: CHANGELOG)."""
+    a_rows, n_kc = ag.shape[0] // world, a_chunks(a.shape[1])
+    words = a_ready[:((a_rows - 1) // blk_m + 1) * n_kc]  # slot 0: row blocks 0 .. the last one its rows reach
+    nbytes = 4 * words.numel()
+    assert fill.numel() * 4 >= nbytes
+    return [rows_copy(ag[:a_rows], a), Copy2D(words.data_ptr(), nbytes, fill.data_ptr(), nbytes, nbytes, 1)]
 
 
 def gather_own_rows(a: torch.Tensor, ag: torch.Tensor, world: int) -> list[Op]:
@@ -239,9 +272,10 @@ def gather_a_pull_ops(ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tenso
 
 
 def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[int], rank: int, world: int,
-                 blk_m: int, finish: Any, wait: bool = True) -> list[Op]:
+                 blk_m: int, finish: Any, wait: bool = True, column_words: torch.Tensor | None = None) -> list[Op]:
     """The step's copy-engine operations over an op's buffers (overlap.buffers.OpBuffers), then its ce_finish
-    launch `finish`."""
+    launch `finish`. `column_words`: the source of the peers' ready words where A goes in chunks of columns
+    (column_word_pattern x the epoch)."""
     peers = Peers(heap_bases, rank)
     if kind == "scatter":
         assert bufs.counts is not None
@@ -253,8 +287,8 @@ def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[i
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
         ops = gather_a_pull_ops(bufs.ag, bufs.a_ready, bufs.fill, a.shape[1], blk_m, peers, world)
     elif gathers_a_in_columns(a.shape[1]):
-        assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
-        ops = gather_a_column_ops(a, bufs.ag, bufs.a_ready, bufs.fill, blk_m, peers, world)
+        assert bufs.ag is not None and bufs.a_ready is not None and column_words is not None
+        ops = gather_a_column_ops(a, bufs.ag, bufs.a_ready, column_words, blk_m, peers, world)
     else:
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
         ops = gather_a_ops(a, bufs.ag, bufs.a_ready, bufs.fill, blk_m, peers, world)
@@ -268,6 +302,7 @@ def schedule_pre_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, world: int) ->
         assert bufs.ag is not None
         return gather_own_rows(a, bufs.ag, world)
     return []
+
 
 
 SUM_BLOCK = (8, 256)  # rows x columns of one program of the sum after the copies (4 KiB of bf16 a slot)

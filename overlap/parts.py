@@ -25,7 +25,15 @@ from streamk_pgas.overlap.bands import reduce_rows_shift
 from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from streamk_pgas.overlap.config import OverlapConfig
-from streamk_pgas.overlap.copy_steps import gathers_a_in_columns, reduce_rows_post, schedule_ops, schedule_pre_ops
+from streamk_pgas.overlap.copy_steps import (
+    column_word_pattern,
+    column_words_action,
+    gather_a_own_ops,
+    gathers_a_in_columns,
+    reduce_rows_post,
+    schedule_ops,
+    schedule_pre_ops,
+)
 from streamk_pgas.overlap.kernel_args import Gather, Move, MoveFlags, Step, StepFlags, constexprs
 from streamk_pgas.overlap.kernels import (
     announce_kernel,
@@ -64,6 +72,7 @@ class Parts:
         self.movers = spec.MODES[cfg.mode].comm_programs(cfg.total_sms, cfg.gemm_sms, world) or self.main_programs
         self._gemms: dict[int, StreamKGemm] = {}
         self._engine: Any = None
+        self._column_words: tuple[torch.Tensor, torch.Tensor] | None = None
 
     # ---- the GEMM ----------------------------------------------------------------------------------------
     def choice(self, programs: int) -> GemmChoice:
@@ -229,7 +238,8 @@ class Parts:
     def copy_schedule(self, a: torch.Tensor, finish: BoundLaunch, wait: bool = True) -> CopySchedule:
         assert self.alg.copy_schedule is not None and self.cfg.kernel is not None
         ops = schedule_ops(self.alg.copy_schedule, self.bufs, a, self.heap_bases.tolist(), self.rank, self.world,
-                           self.cfg.kernel.BLK_M, finish, wait)
+                           self.cfg.kernel.BLK_M, finish, wait,
+                           column_words=self.column_words()[1] if self.a_in_columns() else None)
         return CopySchedule(ops, self.copy_engine())
 
     def a_in_columns(self) -> bool:
@@ -242,6 +252,28 @@ class Parts:
         assert self.alg.copy_schedule is not None
         ops = schedule_pre_ops(self.alg.copy_schedule, self.bufs, a, self.world)
         return [CopySchedule(ops, self.copy_engine())] if ops else []
+
+    def copy_start(self, a: torch.Tensor) -> list[Any]:
+        """What the schedule needs on the main stream after the step's start (ce_start) and before its GEMM: where
+        all_gather_gemm's copy engine pushes A in chunks of columns, the own slot and its ready words
+        (copy_steps.gather_a_own_ops) and the step's source of the peers' ready words (column_words_action);
+        nothing otherwise."""
+        if not self.a_in_columns():
+            return []
+        bufs, kc = self.bufs, self.cfg.kernel
+        assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None and kc is not None
+        pattern, words = self.column_words()
+        own = gather_a_own_ops(a, bufs.ag, bufs.a_ready, bufs.fill, kc.BLK_M, self.world)
+        return [CopySchedule(own, self.copy_engine()), column_words_action(pattern, bufs.fill, words)]
+
+    def column_words(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(pattern, words): the source of the peers' ready words where A goes in chunks of columns
+        (copy_steps.column_word_pattern) and the buffer that holds it times the step's epoch; made at the first use."""
+        if self._column_words is None:
+            assert self.cfg.kernel is not None
+            pattern = column_word_pattern(self.cfg.m, self.cfg.k, self.cfg.kernel.BLK_M, self.world).to(self.device)
+            self._column_words = (pattern, torch.zeros_like(pattern))
+        return self._column_words
 
     def copy_engine(self) -> Any:
         """This device's copy engine (made at the first use)."""

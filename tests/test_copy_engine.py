@@ -6,6 +6,8 @@ test_new_algorithms.py."""
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 
 import pytest
 import torch
@@ -27,8 +29,11 @@ from streamk_pgas.overlap.copy_steps import (
     CE_A_COLUMNS_ENV,
     CE_PULL_ENV,
     Peers,
+    column_word_pattern,
+    column_words_action,
     gather_a_column_ops,
     gather_a_ops,
+    gather_a_own_ops,
     gather_a_pull_ops,
     gather_own_rows,
     gathers_a_in_columns,
@@ -235,19 +240,56 @@ def test_gather_a_pulled_fills_every_slot_and_its_ready_words_here() -> None:
     assert torch.equal(h.on(ag, 1)[12:], torch.zeros(12, K))
 
 
-def _column_setup(world: int, m: int, k: int, blk_m: int, epoch: int) -> tuple:
-    """The ranks' heaps (the gathered A and the ready words), the global A, every rank's schedule, and what the
-    schedules read from (the ranks' rows of A, FILL), which must outlive them: they hold raw addresses."""
+def _column_setup(world: int, m: int, k: int, blk_m: int) -> tuple:
+    """The ranks' heaps (the gathered A and the ready words), every rank's column schedule as the op splits it (the
+    own slot on the main stream before the GEMM, the peers' slots on the copy stream), and what the schedules read
+    from (each rank's rows of A, FILL, the source of the peers' words), which must outlive them: they hold raw
+    addresses. A step writes its rows, its epoch into FILL and the words' source (_column_step) before running them."""
     h = TwoHeaps(2 * m * k * 4 + (1 << 16), ranks=world)
     ag = h.tensor(m, k, torch.float32, stride=k + 8)  # rows with a pitch past K, as the op's padded rows
     n_rb, n_kc = -(-m // blk_m), a_chunks(k)
     a_ready = h.tensor(1, world * n_rb * n_kc, torch.int32)[0]
-    fill = torch.full((n_rb * n_kc,), epoch, dtype=torch.int32)
+    fill = torch.zeros(n_rb * n_kc, dtype=torch.int32)
+    pattern = column_word_pattern(m, k, blk_m, world)
+    words = torch.zeros_like(pattern)
+    rows = [torch.zeros(m // world, k) for _ in range(world)]
+    mine = [(h.on(ag, r), h.on(a_ready.view(1, -1), r)[0]) for r in range(world)]  # each rank's own heap's tensors
+    own = [gather_a_own_ops(rows[r], *mine[r], fill, blk_m, world) for r in range(world)]
+    side = [gather_a_column_ops(rows[r], *mine[r], words, blk_m, h.peers(r), world) for r in range(world)]
+    return h, ag, a_ready, own, side, (rows, fill, column_words_action(pattern, fill, words), words)
+
+
+def _column_step(sources: tuple, world: int, m: int, k: int, epoch: int) -> torch.Tensor:
+    """A step's inputs: new rows of A on every rank, FILL = the step's epoch (ce_start's), then the peers' words'
+    source from it (the main stream's action after ce_start); returns the whole A."""
+    rows, fill, column_words, _words = sources
     whole = torch.randn(m, k)
-    rows = [whole[r * (m // world):(r + 1) * (m // world)] for r in range(world)]
-    ops = [gather_a_column_ops(rows[r], h.on(ag, r), h.on(a_ready.view(1, -1), r)[0], fill, blk_m, h.peers(r), world)
-           for r in range(world)]  # each rank's schedule over its own heap's tensors
-    return h, ag, a_ready, whole, ops, (rows, fill)
+    for r in range(world):
+        rows[r].copy_(whole[r * (m // world):(r + 1) * (m // world)])
+    fill.fill_(epoch)
+    column_words()
+    return whole
+
+
+def _gemm_reads(m: int, k: int, blk_m: int, world: int) -> list[tuple[int, int, int]]:
+    """(slot, row block, chunk) of every ready word the GEMM waits for, by stream_k.kernel._wait_a_rows's arithmetic:
+    row block pid_m waits for every slot its rows overlap, every chunk of columns."""
+    a_rows, n_rb, n_kc = m // world, -(-m // blk_m), a_chunks(k)
+    return [(slot, pid_m, kc) for pid_m in range(n_rb)
+            for slot in range(pid_m * blk_m // a_rows, (min(m, pid_m * blk_m + blk_m) - 1) // a_rows + 1)
+            for kc in range(n_kc)]
+
+
+def _landed(h: TwoHeaps, ag: torch.Tensor, whole: torch.Tensor, world: int, blk_m: int, d: int, slot: int, rb: int,
+            kc: int) -> bool:
+    """Whether rank d's gathered A holds, in slot `slot`, row block rb, chunk kc, rank (d + slot)'s rows of `whole`."""
+    m, k = whole.shape
+    a_rows, chunk = m // world, a_chunk_cols(k)
+    lo, hi = max(rb * blk_m, slot * a_rows), min(rb * blk_m + blk_m, (slot + 1) * a_rows)
+    src = ((d + slot) % world) * a_rows - slot * a_rows
+    cols = slice(kc * chunk, min(k, kc * chunk + chunk))
+    assert lo < hi, (d, slot, rb)  # no word of a row block outside the slot
+    return torch.equal(h.on(ag, d)[lo:hi, cols], whole[src + lo:src + hi, cols])
 
 
 def _landed_where_ready(h: TwoHeaps, ag: torch.Tensor, a_ready: torch.Tensor, whole: torch.Tensor, world: int,
@@ -255,17 +297,12 @@ def _landed_where_ready(h: TwoHeaps, ag: torch.Tensor, a_ready: torch.Tensor, wh
     """Check that on every rank each ready word at `epoch` has its rows and columns in place (slot j of rank d:
     rank (d + j)'s rows); returns how many words are set."""
     m, k = whole.shape
-    a_rows, n_rb, n_kc, chunk = m // world, -(-m // blk_m), a_chunks(k), a_chunk_cols(k)
+    n_rb, n_kc = -(-m // blk_m), a_chunks(k)
     done = 0
     for d in range(world):
         words = h.on(a_ready.view(1, -1), d)[0].view(world, n_rb, n_kc)
-        got = h.on(ag, d)
         for slot, rb, kc in (words == epoch).nonzero().tolist():
-            lo, hi = max(rb * blk_m, slot * a_rows), min(rb * blk_m + blk_m, (slot + 1) * a_rows)
-            src = ((d + slot) % world) * a_rows - slot * a_rows
-            cols = slice(kc * chunk, min(k, kc * chunk + chunk))
-            assert lo < hi, (d, slot, rb)  # no word of a row block outside the slot
-            assert torch.equal(got[lo:hi, cols], whole[src + lo:src + hi, cols]), (d, slot, rb, kc)
+            assert _landed(h, ag, whole, world, blk_m, d, slot, rb, kc), (d, slot, rb, kc)
             done += 1
     return done
 
@@ -273,27 +310,147 @@ def _landed_where_ready(h: TwoHeaps, ag: torch.Tensor, a_ready: torch.Tensor, wh
 @pytest.mark.parametrize("world,m,blk_m", [(2, 24, 8), (4, 48, 16), (4, 64, 16)])
 def test_gather_a_in_columns_fills_every_slot_and_its_ready_words_after_the_rows(world: int, m: int,
                                                                                  blk_m: int) -> None:
-    """STREAMK_PGAS_CE_A_COLUMNS=1's schedule on every rank, run one operation after another: after each, every ready
-    word already set has its rows and columns in place on its rank (words after their copy); at the end every slot
-    is filled on the right rank and every word that a slot's row blocks own holds the epoch. K = 9000: 9 chunks of
-    columns, 3 wait segments (the last one ragged); M/W not a multiple of the row blocks in the first two cases."""
+    """STREAMK_PGAS_CE_A_COLUMNS=1's schedule on every rank (the own slot, then the peers' slots), run one operation
+    after another: after each, every ready word already set has its rows and columns in place on its rank (words
+    after their copy); at the end every slot is filled on the right rank and exactly the words the GEMM reads hold
+    the epoch. K = 9000: 9 chunks of columns, 3 wait segments (the last one ragged); M/W not a multiple of the row
+    blocks in the first two cases."""
     k, epoch = 9000, 7
-    h, ag, a_ready, whole, ops, _sources = _column_setup(world, m, k, blk_m, epoch)
+    h, ag, a_ready, own, side, sources = _column_setup(world, m, k, blk_m)
+    whole = _column_step(sources, world, m, k, epoch)
     segments = -(-k // a_segment_cols(k))
     assert segments == 3 and a_chunks(k) == 9
-    for rank_ops in ops:  # per slot: one copy of rows then one copy of words per segment
-        assert [type(op).__name__ for op in rank_ops] == ["Copy2D"] * 2 * world * segments
+    for r in range(world):  # the own slot: its rows, its words; each peer's: rows then words per segment
+        assert [type(op).__name__ for op in own[r]] == ["Copy2D"] * 2
+        assert [type(op).__name__ for op in side[r]] == ["Copy2D"] * 2 * (world - 1) * segments
+        assert all(op.rows == 1 and op.dst_pitch == op.src_pitch == op.width for op in side[r][1::2])  # contiguous
+    ops = [own[r] + side[r] for r in range(world)]
     seen = 0
     for step in zip(*ops, strict=True):  # the ranks' schedules interleaved, operation by operation
         for op in step:
             run([op])
         seen = max(seen, _landed_where_ready(h, ag, a_ready, whole, world, blk_m, epoch))
-    a_rows, n_rb = m // world, -(-m // blk_m)
-    owned = sum((min(n_rb, ((s + 1) * a_rows - 1) // blk_m + 1) - s * a_rows // blk_m) for s in range(world))
-    assert seen == world * owned * a_chunks(k)  # every rank: each slot's row blocks, every chunk
+    a_rows, n_rb, n_kc = m // world, -(-m // blk_m), a_chunks(k)
+    reads = _gemm_reads(m, k, blk_m, world)
+    assert seen == world * len(reads)  # every rank: each slot's row blocks, every chunk
     for d in range(world):
+        words = h.on(a_ready.view(1, -1), d)[0].view(world, n_rb, n_kc)
+        assert sorted(map(tuple, (words == epoch).nonzero().tolist())) == sorted(reads)
+        assert int((words != epoch).sum()) == int((words == 0).sum())  # the others never written
         rotated = torch.cat([whole[((d + j) % world) * a_rows:((d + j) % world + 1) * a_rows] for j in range(world)])
         assert torch.equal(h.on(ag, d), rotated)
+
+
+def test_column_word_pattern_marks_the_chunks_of_the_segments_landed() -> None:
+    """K = 9000: 9 chunks of 1024 columns, wait segments of 4096 (chunks 0-3, 4-7, 8); M/W = 12 rows over row blocks
+    of 16: a slot overlaps at most 2 of them."""
+    pattern = column_word_pattern(48, 9000, 16, 4)
+    assert pattern.dtype == torch.int32 and tuple(pattern.shape) == (3, 2 * 9)
+    for g, end in enumerate((4, 8, 9)):
+        assert pattern[g].tolist() == ([1] * end + [0] * (9 - end)) * 2
+
+
+def test_gather_a_in_columns_copy_stream_copies_only_to_peers() -> None:
+    """The column schedule's split: the copy stream (beside the GEMM) holds only copies whose destination is a
+    peer's heap, and the own slot's two copies (rows, words) stay in this rank's heap, on the main stream before
+    the GEMM (on 4 x H100, with the own slot's 2-D copies on the copy stream beside the segmented GEMM, every timed
+    step's GEMM waited out its timeout for rows of A, first those of the own slot: CHANGELOG)."""
+    world, m, k, blk_m = 4, 48, 9000, 16
+    h, _ag, _a_ready, own, side, _sources = _column_setup(world, m, k, blk_m)
+    for r in range(world):
+        base, size = h.heaps[r].data_ptr(), h.heaps[r].numel()
+        for op in side[r]:
+            assert isinstance(op, Copy2D) and not base <= op.dst < base + size, (r, op)
+            assert any(p != r and h.heaps[p].data_ptr() <= op.dst < h.heaps[p].data_ptr() + size
+                       for p in range(world)), (r, op)
+        assert all(base <= op.dst < base + size for op in own[r])
+
+
+@pytest.mark.parametrize("world,m,blk_m", [(4, 48, 16), (4, 64, 16)])
+def test_gather_a_in_columns_back_to_back_steps_words_only_after_their_rows(world: int, m: int, blk_m: int) -> None:
+    """Four steps back to back (epochs 1..4, new rows of A each step, FILL rewritten as ce_start does), the ranks'
+    copy streams each in a thread of the host engine while this thread plays every rank's GEMM: it polls each ready
+    word the GEMM reads, which must hold the last step's epoch or 0 (a later segment's word, not landed) until it
+    reaches this step's, and then the word's rows and columns must hold this step's rows. Every word the GEMM reads
+    reaches the epoch."""
+    k = 9000
+    h, ag, a_ready, own, side, sources = _column_setup(world, m, k, blk_m)
+    n_rb, n_kc = -(-m // blk_m), a_chunks(k)
+    reads = _gemm_reads(m, k, blk_m, world)
+    words = [h.on(a_ready.view(1, -1), d)[0].view(world, n_rb, n_kc) for d in range(world)]
+    for epoch in range(1, 5):
+        whole = _column_step(sources, world, m, k, epoch)
+        for r in range(world):
+            run(own[r])  # the main stream: after ce_start, before the GEMM
+        failed: list[BaseException] = []
+
+        def copy_stream(ops: list, failed: list[BaseException] = failed) -> None:
+            try:
+                run(ops, timeout_s=10.0)
+            except BaseException as exc:  # raised below, in the test's thread
+                failed.append(exc)
+
+        threads = [threading.Thread(target=copy_stream, args=(side[r],), daemon=True) for r in range(world)]
+        for t in threads:
+            t.start()
+        waiting = {(d, *w) for d in range(world) for w in reads}
+        deadline = time.monotonic() + 30
+        while waiting and not failed:
+            for d, slot, rb, kc in sorted(waiting):
+                seen = int(words[d][slot, rb, kc])
+                assert seen in (0, epoch - 1, epoch), (epoch, d, slot, rb, kc, seen)  # never stale, never ahead
+                if seen == epoch:
+                    assert _landed(h, ag, whole, world, blk_m, d, slot, rb, kc), (epoch, d, slot, rb, kc)
+                    waiting.discard((d, slot, rb, kc))
+            assert time.monotonic() < deadline, f"step {epoch}: words never set: {sorted(waiting)[:8]}"
+        for t in threads:
+            t.join()
+        if failed:
+            raise failed[0]
+
+
+def _inside(addr: int, *tensors: torch.Tensor) -> bool:
+    """Whether `addr` lies in one of `tensors`' storage spans (this rank's buffers)."""
+    return any(t.data_ptr() <= addr < t.data_ptr() + ((t.shape[0] - 1) * t.stride(0) + t.shape[-1]) * t.element_size()
+               for t in (x.view(x.shape[0], -1) for x in tensors))
+
+
+@pytest.mark.parametrize("columns", [True, False])
+def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in_columns(
+        columns: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The op's step on rank 1 of 4 (built for an H100, not run). With STREAMK_PGAS_CE_A_COLUMNS=1: the main stream
+    queues ce_start, then the own slot (its rows, its ready words: into this rank's buffers, from its rows of A and
+    FILL) and the source of the peers' words, then the GEMM; every copy of the copy stream lands on a peer, each
+    words copy one contiguous row. Without it the row chunks' step as before: ce_start alone ahead of the GEMM, the
+    own slot's chunks first on the copy stream."""
+    from streamk_pgas import spec
+    from streamk_pgas.overlap.listing import op_for
+    from streamk_pgas.overlap.step import StepLaunches
+
+    monkeypatch.delenv(CE_PULL_ENV, raising=False)
+    monkeypatch.setenv(CE_A_COLUMNS_ENV, "1" if columns else "0")
+    op = op_for("all_gather_gemm", "copy_engine", 256, 512, 9000, "bf16", spec.known_target("h100"), world_size=4,
+                rank=1)
+    bufs = op.buffers
+    assert op.parts.a_in_columns() == columns
+    step: StepLaunches = op.mode.build(op.parts, "step", bufs.a, bufs.b)
+    assert step.side_first and [name for name, _ in step.main] == ["gemm"]
+    assert step.pre[0].name == "ce_start_kernel"
+    copies = [op_ for op_ in step.side.ops if isinstance(op_, Copy2D)]
+    if not columns:
+        assert len(step.pre) == 1
+        assert _inside(copies[0].dst, bufs.ag)  # the own slot first, on the copy stream
+        return
+    assert len(step.pre) == 3 and isinstance(step.pre[1], CopySchedule) and callable(step.pre[2])
+    rows, words = step.pre[1].ops
+    assert rows.dst == bufs.ag.data_ptr() and rows.src == bufs.a.data_ptr() and rows.rows == bufs.a.shape[0]
+    assert words.dst == bufs.a_ready.data_ptr() and words.src == bufs.fill.data_ptr()
+    assert not any(_inside(c.dst, bufs.ag, bufs.a_ready, bufs.fill, bufs.a) for c in copies)
+    assert len(copies) == 2 * 3 * -(-9000 // a_segment_cols(9000))  # three peers' slots, rows + words a segment
+    source = op.parts.column_words()[1]
+    assert all(c.rows == 1 and _inside(c.src, source) for c in copies[1::2])  # the words: one contiguous row each
+    kinds = [launch.name for launch in step.kernels()]  # no kernel added: the own slot is copies only
+    assert kinds == ["ce_start_kernel", "ce_finish_kernel", "overlap_kernel"], kinds
 
 
 def test_gather_a_in_columns_only_where_asked_pushed_and_k_has_segments(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,7 +23,7 @@ every row block's first columns before any row block's next, else one row block 
 
 Buffers: AG [M, K] (H), the gathered A; A_READY (H); C [M, N/W], this rank's columns, written by the GEMM;
 nothing moves C. copy_engine: A's rows copied into every rank's AG, each chunk (of rows, or of columns) followed by
-its ready words (overlap.copy_steps "gather_a").
+its ready words (overlap.copy_steps "gather_a"; in columns the own slot goes on the main stream before the GEMM).
 """
 
 from __future__ import annotations

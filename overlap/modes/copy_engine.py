@@ -44,7 +44,10 @@ class CopyEngine(ModeSteps):
         gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a,
                              a_segments=parts.a_in_columns())
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
-        step = StepLaunches("step", pre=[*parts.copy_pre(a), parts.ce_start()], main=[("gemm", [gemm])],
+        # pre: ce_start, then what goes on the main stream before the GEMM (all_gather_gemm in columns: the own slot
+        # and the source of the peers' ready words)
+        step = StepLaunches("step", pre=[*parts.copy_pre(a), parts.ce_start(), *parts.copy_start(a)],
+                            main=[("gemm", [gemm])],
                             side=schedule, side_name="copy", side_first=alg.gathers_a, post_name="add")
         if alg.copy_schedule == "reduce_rows":
             step.post = [parts.reduce_rows_post()]
@@ -53,7 +56,8 @@ class CopyEngine(ModeSteps):
     def comm_alone(self, parts: Parts, a: torch.Tensor) -> StepLaunches:
         """The copies and the protocol, nothing waited for."""
         schedule = parts.copy_schedule(a, parts.ce_finish(1), wait=False)
-        return StepLaunches("comm_alone", pre=[*parts.copy_pre(a), parts.ce_start()], main=[("comm_alone", [schedule])])
+        return StepLaunches("comm_alone", pre=[*parts.copy_pre(a), parts.ce_start(), *parts.copy_start(a)],
+                            main=[("comm_alone", [schedule])])
 
     def check(self, cfg: OverlapConfig, world: int, target: spec.Target) -> None:
         if cfg.gemm_sms != cfg.total_sms:
