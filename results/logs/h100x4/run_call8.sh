@@ -2,11 +2,11 @@
 # One call on a 4-GPU machine: gemm_reduce_scatter at RS_SHAPES (W = 4) and RS2_SHAPES (W = 2) in auto, two_streams
 # and copy_engine beside its peers and beside the copy engine of the tree in .base (BASE_COMMIT, plain files); all_scatter's
 # copy engine at AS_SHAPES, new and base; all_gather_gemm's copy engine at AG_SHAPES beside the same with the flags of
-# AG_VARIANTS (';'-separated tag=flags, default "n128=--BLK_N 128"), with the variables of AG_ENV set (tag w4_env), the .base tree's copy engine with the variables of
+# AG_VARIANTS (';'-separated tag=flags, default "n128=--BLK_N 128", empty: none), with the variables of AG_ENV set (tag w4_env), the .base tree's copy engine with the variables of
 # AG_BASE_ENV set (e.g. a branch's experiment switch), its peers with AG_REFS=1; the reduce family's communication alone
 # at W = 4 (tools.comm_bench, COMM_SIZES, COMM_PROGRAMS); a traced step at TRACE_SHAPE; the GEMM alone at GEMM_SHAPES (one GPU); then GPU tests (TESTS: a -k
 # expression over TEST_FILES, default tests/test_new_algorithms.py). Every step has its own timeout.
-# OWN_ROWS=1: gemm_reduce_scatter's copy engine also with STREAMK_PGAS_CE_OWN_ROWS=1 (tag w<NP>_own).
+# (Its OWN_ROWS=1 option ran the own-rows sum, STREAMK_PGAS_CE_OWN_ROWS=1, removed since: logs ownrows-*, own-2be45a5.)
 # Usage: STREAMK_PGAS_COMMIT=<sha> BASE_COMMIT=<sha> RS_SHAPES="..." ... bash results/logs/h100x4/run_call8.sh
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -24,10 +24,6 @@ base() {  # base ALG MODES SHAPE [NP]: the .base tree's run
 rs_cell() {  # rs_cell NP SHAPE: gemm_reduce_scatter in auto, two_streams, copy_engine, its peers, the base copy engine
   NP=$1 TAG=w$1 ALGORITHMS=gemm_reduce_scatter MODES=auto,two_streams,copy_engine ITERS=20 WARMUP=5 \
     OVERLAP_TIMEOUT=90 BENCH_ARGS="--timeout_s 5" SHOW=4 overlap $2
-  if [ "${OWN_ROWS:-0}" = 1 ]; then  # the copy engine whose GEMM sums its own rows (STREAMK_PGAS_CE_OWN_ROWS=1)
-    STREAMK_PGAS_CE_OWN_ROWS=1 NP=$1 TAG=w$1_own ALGORITHMS=gemm_reduce_scatter MODES=copy_engine ITERS=20 WARMUP=5 \
-      OVERLAP_TIMEOUT=60 BENCH_ARGS="--timeout_s 5" SHOW=2 overlap $2
-  fi
   NP=$1 COLLECTIVE=gemm_reduce_scatter REF_TAG=reference_w$1 REF_TIMEOUT=80 ITERS=20 WARMUP=5 reference $2
   base gemm_reduce_scatter copy_engine $2 $1
 }
@@ -41,7 +37,7 @@ done
 for s in ${AG_SHAPES:-}; do
   NP=4 TAG=w4 ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
     BENCH_ARGS="--timeout_s 5" SHOW=2 overlap $s
-  IFS=';' read -ra variants <<< "${AG_VARIANTS:-n128=--BLK_N 128}"
+  IFS=";" read -ra variants <<< "${AG_VARIANTS-n128=--BLK_N 128}"
   for v in "${variants[@]}"; do  # tag=flags: the copy engine with those flags beside the planner's
     NP=4 TAG=w4_${v%%=*} ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=60 \
       BENCH_ARGS="--timeout_s 5 ${v#*=}" SHOW=2 overlap $s
