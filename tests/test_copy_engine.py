@@ -453,10 +453,12 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
     assert kinds == ["ce_start_kernel", "ce_finish_kernel", "overlap_kernel"], kinds
 
 
-def test_gather_a_in_columns_only_where_asked_pushed_and_k_has_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gather_a_in_columns_by_default_where_pushed_and_k_has_segments(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CE_A_COLUMNS_ENV, raising=False)
     monkeypatch.delenv(CE_PULL_ENV, raising=False)
-    assert not gathers_a_in_columns(28672)  # off by default
+    assert gathers_a_in_columns(28672) and gathers_a_in_columns(9000)  # on by default
+    monkeypatch.setenv(CE_A_COLUMNS_ENV, "0")
+    assert not gathers_a_in_columns(28672)
     monkeypatch.setenv(CE_A_COLUMNS_ENV, "1")
     assert gathers_a_in_columns(28672) and gathers_a_in_columns(9000)
     assert not gathers_a_in_columns(2100)  # one wait segment: the row chunks
