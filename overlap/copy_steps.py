@@ -17,8 +17,8 @@ this rank has landed. The GEMM runs on every SM.
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them.
                  With STREAMK_PGAS_CE_PULL=1 (an experiment) each rank instead copies its own rows into its
                  slot 0 before the step's start and pulls slot j from rank + j's slot 0, its ready words here.
-                 Where K has several GEMM wait segments (gathers_a_in_columns; STREAMK_PGAS_CE_A_COLUMNS=0 turns
-                 it off) each peer's slot goes in chunks of columns instead (all its rows, one segment a copy),
+                 Where K has several GEMM wait segments and W >= 4 (gathers_a_in_columns; STREAMK_PGAS_CE_A_COLUMNS=0
+                 turns it off) each peer's slot goes in chunks of columns instead (all its rows, one segment a copy),
                  each followed by the ready words of that segment's chunks of its row blocks, and the GEMM reads K
                  in wait segments: a tile starts on its rows' first columns while the rest are in flight. The own
                  slot is then copied on the main stream after the step's start and before the GEMM (one copy of
@@ -68,14 +68,19 @@ def ce_a_columns_on() -> bool:
     return flag_from_env(CE_A_COLUMNS_ENV, True)
 
 
-def gathers_a_in_columns(k: int) -> bool:
+COLUMNS_FROM_WORLD = 4  # the fewest ranks at which all_gather_gemm's copy engine pushes A in chunks of columns
+
+
+def gathers_a_in_columns(k: int, world: int) -> bool:
     """Whether all_gather_gemm's copy_engine pushes each slot of A in chunks of columns (gather_a_column_ops) and its
-    GEMM reads K in wait segments, at K = `k`: where the rows are pushed (not ce_pulls_a) and K has several wait
-    segments (with one, a tile waits for its whole K either way, and the row chunks let the first row blocks start
-    sooner), unless STREAMK_PGAS_CE_A_COLUMNS=0. On 4 x H100 the column chunks took 0.830 ms a step at 4096 x 8192 x
-    28672 against the row chunks' 1.100, 0.907 against 0.959 at 16384 x 8192 x 8192 (results/README.md). A bad value
-    of either variable raises iris_ops.errors.ConfigError naming it."""
-    return ce_a_columns_on() and not ce_pulls_a() and a_segment_cols(k) < k
+    GEMM reads K in wait segments, at K = `k` on `world` ranks: where the rows are pushed (not ce_pulls_a), K has
+    several wait segments (with one, a tile waits for its whole K either way, and the row chunks let the first row
+    blocks start sooner) and there are COLUMNS_FROM_WORLD ranks or more (the own slot, 1/W of A, is copied before
+    the GEMM starts), unless STREAMK_PGAS_CE_A_COLUMNS=0. On 4 x H100 (results/README.md), W = 4: 0.830 ms a step
+    against the row chunks' 1.100 at 4096 x 8192 x 28672, 0.907 against 0.959 at 16384 x 8192 x 8192, 1.493 against
+    1.618 at 4096 x 57344 x 8192; W = 2, 8192^3: 0.879 against 0.820 (the own slot's copy, half of A, 0.1 ms before
+    the GEMM). A bad value of either variable raises iris_ops.errors.ConfigError naming it."""
+    return world >= COLUMNS_FROM_WORLD and ce_a_columns_on() and not ce_pulls_a() and a_segment_cols(k) < k
 
 
 class Peers:
@@ -287,7 +292,7 @@ def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[i
     elif ce_pulls_a():
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
         ops = gather_a_pull_ops(bufs.ag, bufs.a_ready, bufs.fill, a.shape[1], blk_m, peers, world)
-    elif gathers_a_in_columns(a.shape[1]):
+    elif gathers_a_in_columns(a.shape[1], world):
         assert bufs.ag is not None and bufs.a_ready is not None and column_words is not None
         ops = gather_a_column_ops(a, bufs.ag, bufs.a_ready, column_words, blk_m, peers, world)
     else:

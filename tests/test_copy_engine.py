@@ -453,20 +453,21 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
     assert kinds == ["ce_start_kernel", "ce_finish_kernel", "overlap_kernel"], kinds
 
 
-def test_gather_a_in_columns_by_default_where_pushed_and_k_has_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gather_a_in_columns_where_pushed_k_has_segments_and_w_is_4_or_more(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CE_A_COLUMNS_ENV, raising=False)
     monkeypatch.delenv(CE_PULL_ENV, raising=False)
-    assert gathers_a_in_columns(28672) and gathers_a_in_columns(9000)  # on by default
+    assert gathers_a_in_columns(28672, 4) and gathers_a_in_columns(9000, 8)  # on by default
+    assert not gathers_a_in_columns(28672, 2)  # two ranks: the own slot, half of A, would wait before the GEMM
     monkeypatch.setenv(CE_A_COLUMNS_ENV, "0")
-    assert not gathers_a_in_columns(28672)
+    assert not gathers_a_in_columns(28672, 4)
     monkeypatch.setenv(CE_A_COLUMNS_ENV, "1")
-    assert gathers_a_in_columns(28672) and gathers_a_in_columns(9000)
-    assert not gathers_a_in_columns(2100)  # one wait segment: the row chunks
+    assert gathers_a_in_columns(28672, 4) and gathers_a_in_columns(9000, 8)
+    assert not gathers_a_in_columns(2100, 4)  # one wait segment: the row chunks
     monkeypatch.setenv(CE_PULL_ENV, "1")
-    assert not gathers_a_in_columns(28672)  # pulled: the pull schedule
+    assert not gathers_a_in_columns(28672, 4)  # pulled: the pull schedule
     monkeypatch.setenv(CE_A_COLUMNS_ENV, "columns")
     with pytest.raises(ConfigError, match=CE_A_COLUMNS_ENV):
-        gathers_a_in_columns(28672)
+        gathers_a_in_columns(28672, 4)
 
 
 def test_host_wait_gives_up_with_an_error() -> None:
