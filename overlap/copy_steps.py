@@ -76,10 +76,8 @@ def gathers_a_in_columns(k: int, world: int) -> bool:
     GEMM reads K in wait segments, at K = `k` on `world` ranks: where the rows are pushed (not ce_pulls_a), K has
     several wait segments (with one, a tile waits for its whole K either way, and the row chunks let the first row
     blocks start sooner) and there are COLUMNS_FROM_WORLD ranks or more (the own slot, 1/W of A, is copied before
-    the GEMM starts), unless STREAMK_PGAS_CE_A_COLUMNS=0. On 4 x H100 (results/README.md), W = 4: 0.830 ms a step
-    against the row chunks' 1.100 at 4096 x 8192 x 28672, 0.907 against 0.959 at 16384 x 8192 x 8192, 1.493 against
-    1.618 at 4096 x 57344 x 8192; W = 2, 8192^3: 0.879 against 0.820 (the own slot's copy, half of A, 0.1 ms before
-    the GEMM). A bad value of either variable raises iris_ops.errors.ConfigError naming it."""
+    the GEMM starts: at W = 2, half of A, it cost more than the columns saved; results/README.md), unless
+    STREAMK_PGAS_CE_A_COLUMNS=0. A bad value of either variable raises iris_ops.errors.ConfigError naming it."""
     return world >= COLUMNS_FROM_WORLD and ce_a_columns_on() and not ce_pulls_a() and a_segment_cols(k) < k
 
 
@@ -244,8 +242,7 @@ def gather_a_own_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, f
     (ce_start, which writes FILL) and before the GEMM: this rank's rows `a` into slot 0 of its own gathered A in one
     copy, then the A_READY words of slot 0's row blocks, every chunk, in one copy from FILL (the kinds of copy the
     row chunks make). These copies stay within this GPU's memory, and ahead of the GEMM in stream order they need
-    nothing that the GEMM holds while it waits: the copy stream beside the GEMM holds only copies to peers (the own
-    slot's 2-D copies there are the likely reason why its GEMM's waits gave up on GPUs: CHANGELOG)."""
+    nothing that the GEMM holds while it waits, and the copy stream beside the GEMM holds only copies to peers."""
     a_rows, n_kc = ag.shape[0] // world, a_chunks(a.shape[1])
     words = a_ready[:((a_rows - 1) // blk_m + 1) * n_kc]  # slot 0: row blocks 0 .. the last one its rows reach
     nbytes = 4 * words.numel()
@@ -280,8 +277,8 @@ def gather_a_pull_ops(ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tenso
 def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[int], rank: int, world: int,
                  blk_m: int, finish: Any, wait: bool = True, column_words: torch.Tensor | None = None) -> list[Op]:
     """The step's copy-engine operations over an op's buffers (overlap.buffers.OpBuffers), then its ce_finish
-    launch `finish`. `column_words`: the source of the peers' ready words where A goes in chunks of columns
-    (column_word_pattern x the epoch)."""
+    launch `finish`. `column_words`: given where A goes in chunks of columns (gathers_a_in_columns), the source of
+    the peers' ready words (column_word_pattern x the epoch)."""
     peers = Peers(heap_bases, rank)
     if kind == "scatter":
         assert bufs.counts is not None
@@ -292,8 +289,8 @@ def schedule_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, heap_bases: list[i
     elif ce_pulls_a():
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
         ops = gather_a_pull_ops(bufs.ag, bufs.a_ready, bufs.fill, a.shape[1], blk_m, peers, world)
-    elif gathers_a_in_columns(a.shape[1], world):
-        assert bufs.ag is not None and bufs.a_ready is not None and column_words is not None
+    elif column_words is not None:  # the caller decided: gathers_a_in_columns
+        assert bufs.ag is not None and bufs.a_ready is not None
         ops = gather_a_column_ops(a, bufs.ag, bufs.a_ready, column_words, blk_m, peers, world)
     else:
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None
@@ -308,7 +305,6 @@ def schedule_pre_ops(kind: str, bufs: OpBuffers, a: torch.Tensor, world: int) ->
         assert bufs.ag is not None
         return gather_own_rows(a, bufs.ag, world)
     return []
-
 
 
 SUM_BLOCK = (8, 256)  # rows x columns of one program of the sum after the copies (4 KiB of bf16 a slot)
