@@ -177,8 +177,8 @@ class OverlapFixture:
         bufs.heap_c.fill_(bad)  # C's storage (padded rows), or the wide C of unaligned all_scatter
         if bufs.wide_c:
             bufs.c.fill_(bad)  # then C is a buffer of its own
-        if bufs.partial is not None:
-            bufs.partial.fill_(bad)
+        for plane in bufs.partial_planes:
+            plane.fill_(bad)
 
     def validate(self) -> dict[str, Any]:
         """C on this rank (its part of the whole product, spec.sharding) and this rank's own share (the GEMM's
@@ -202,7 +202,7 @@ class OverlapFixture:
         elif ref_local is None:
             result["partial"] = {"passed": True, "skipped": f"{cfg.algorithm}: the GEMM writes C itself"}
         else:
-            result["partial"] = compare_tiles(bufs.gemm_out, ref_local, cfg.datatype, kc.BLK_M, kc.BLK_N,
+            result["partial"] = compare_tiles(bufs.gemm_result(), ref_local, cfg.datatype, kc.BLK_M, kc.BLK_N,
                                               kc.gsize_m)
         result["passed"] = bool(result["global"]["passed"] and result["partial"]["passed"])
         return result

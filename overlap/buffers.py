@@ -21,7 +21,7 @@ from streamk_pgas.overlap.algorithms import AlgorithmRecord
 from streamk_pgas.overlap.algorithms.all_gather_gemm import a_chunks, a_ready_words
 from streamk_pgas.overlap.bands import row_bands
 from streamk_pgas.overlap.communication.copy_engine import band_counts
-from streamk_pgas.overlap.kernels import control_words
+from streamk_pgas.overlap.kernels import EPOCH, control_words
 from streamk_pgas.spec import DATATYPES
 from streamk_pgas.stream_k.layout import padded_cols, padded_zeros
 from streamk_pgas.stream_k.tiles import num_tiles
@@ -59,7 +59,7 @@ def heap_bytes(alg: AlgorithmRecord, m: int, n: int, k: int, datatype: str, worl
         total += _up(m * padded_cols(n) * out)
     if alg.gathers_a:  # the gathered A and its row-ready words
         total += _up(m * padded_cols(k) * dt.bytes) + _up(a_ready_words(m, k, blk_m, world) * 4)
-    return total + (_up(m * padded_cols(n) * out) if alg.partial_buffer else 0)
+    return total + (_up(alg.partial_planes * m * padded_cols(n) * out) if alg.partial_buffer else 0)
 
 
 @dataclass
@@ -73,7 +73,8 @@ class OpBuffers:
     heap_c: torch.Tensor  # C's storage on the heap, or the wide C of unaligned all_scatter
     c: torch.Tensor
     wide_c: bool
-    partial: torch.Tensor | None
+    partial: torch.Tensor | None  # the partial's first plane (the GEMM's launch takes it; the kernels pick the step's)
+    partial_planes: tuple[torch.Tensor, ...]  # each plane of the partial (AlgorithmRecord.partial_planes; () if none)
     gemm_out: torch.Tensor
     ready: torch.Tensor
     ctrl: torch.Tensor
@@ -107,7 +108,10 @@ class OpBuffers:
         wide = block != local_n
         c_width = fam.c_shape(m, n, world)[1]
         c = torch.zeros((m, n), dtype=out_dtype, device=device) if wide else heap_c[:, :c_width]
-        partial = shmem.zeros(m, padded_cols(n), dtype=out_dtype)[:, :n] if alg.partial_buffer else None
+        planes = alg.partial_planes if alg.partial_buffer else 0
+        store = shmem.zeros(planes * m, padded_cols(n), dtype=out_dtype) if planes else None
+        partial_planes = tuple(store[i * m:(i + 1) * m, :n] for i in range(planes)) if store is not None else ()
+        partial = partial_planes[0] if partial_planes else None
         tiles = num_tiles(m, local_n, blk_m, blk_n)
         ready = shmem.zeros(tiles * alg.ready_sources(world), dtype=torch.int32)
         ctrl = shmem.zeros(control_words(world), dtype=torch.int32)
@@ -131,8 +135,15 @@ class OpBuffers:
                 else None)
         fill = torch.zeros(n_rb * a_chunks(k), dtype=torch.int32, device=device) if kind == "gather_a" else None
         errors = ErrorState(shmem)
-        return cls(a, b, heap_c, c, wide, partial, gemm_out, ready, ctrl, errors, ag, a_ready, counts, counts_init,
-                   recv, fill, tiles, -(-local_n // blk_n))
+        return cls(a, b, heap_c, c, wide, partial, partial_planes, gemm_out, ready, ctrl, errors, ag, a_ready, counts,
+                   counts_init, recv, fill, tiles, -(-local_n // blk_n))
+
+    def gemm_result(self) -> torch.Tensor:
+        """What the GEMM wrote in the last finished step: gemm_out, or the partial's plane of that step's epoch
+        (reads the epoch from the device)."""
+        if len(self.partial_planes) < 2 or self.gemm_out is not self.partial:
+            return self.gemm_out
+        return self.partial_planes[int(self.ctrl[EPOCH].item()) % len(self.partial_planes)]
 
     def traces(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(GEMM trace [tiles, 3], communication trace [tiles, 5]) int64, made at the first traced step."""

@@ -35,8 +35,9 @@ on the heap:
   never writes into C before this rank's stream has reached that step, whatever runs between two steps.
 - Finish: every program of every kernel of the step counts itself on CTRL[FINISHED] as it exits,
   with release semantics (system scope when it wrote to peers). The last of the step's
-  `step_programs` programs writes DONE = e on every peer, waits until every peer's DONE word
-  reaches e (every peer's contribution to this rank's C has landed, and every peer has finished
+  `step_programs` programs (PEER_SYNC: where the algorithm needs the barrier, AlgorithmRecord.end_barrier;
+  one_shot, which keeps its partial in two planes, does not) writes DONE = e on every peer, waits until every
+  peer's DONE word reaches e (every peer's contribution to this rank's C has landed, and every peer has finished
   reading this rank's buffers), resets CLAIM and FINISHED, and only then advances
   CTRL[EPOCH]. The step's kernels end after that, so when a rank's stream reaches the end of a
   step its C is final and the next step may start at once, with no host barrier.

@@ -182,7 +182,7 @@ class Parts:
         pushes = seq and (alg.push_epilogue is not None or gemm_gathers)
         writes_peers_first = alg.writes_peers and not comm and pushes
         flags = constexprs(
-            StepFlags, COMM=comm, PEER_SYNC=peer_sync,
+            StepFlags, COMM=comm, PEER_SYNC=peer_sync and alg.end_barrier,
             GEMM_SYS=join or alg.gemm_writes_peers(seq, self.world),
             COMM_AFTER_GEMM=join, GEMM_WAITS_ARRIVED=writes_peers_first,
             WAITS_ARRIVED=alg.writes_peers and (comm or join),
@@ -203,7 +203,7 @@ class Parts:
         gather = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False, gemm_waits=False,
                               segments=True)  # pushed in the order a GEMM that waits by segments reads (two_streams)
         handshake = alg.writes_peers or not wait_ready
-        flags = constexprs(StepFlags, COMM=True, PEER_SYNC=True, GEMM_SYS=True, COMM_AFTER_GEMM=False,
+        flags = constexprs(StepFlags, COMM=True, PEER_SYNC=alg.end_barrier, GEMM_SYS=True, COMM_AFTER_GEMM=False,
                            GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=handshake,
                            ANNOUNCE=handshake)
         args = {"CTX": self._context(g), "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m,

@@ -55,8 +55,8 @@ def link_ms(p: Problem, nbytes: float) -> float:
 
 
 def sync_ms(p: Problem) -> float:
-    """The end-of-step peer barrier."""
-    return STEP_US["sync"] / 1e3 if p.world_size > 1 else 0.0
+    """The end-of-step peer barrier (none where the algorithm needs none: AlgorithmRecord.end_barrier)."""
+    return STEP_US["sync"] / 1e3 if p.world_size > 1 and ALGORITHMS[p.algorithm].end_barrier else 0.0
 
 
 def local_ms(p: Problem) -> float:

@@ -189,7 +189,8 @@ class Bench:
         m, n = c_shape(nbytes, self.dtype.output_bytes)
         op = OverlapOp.create(self.shmem, alg, m, n, 64 * self.world, self.args.datatype, "fused",
                               total_sms=programs + 1, gemm_sms=1, timeout_s=self.args.timeout_s)
-        op.buffers.gemm_out.copy_(seeded_input(self.rank, (m, n), self.tdtype, self.device))
+        for plane in op.buffers.partial_planes:  # every step's plane holds the same partial
+            plane.copy_(seeded_input(self.rank, (m, n), self.tdtype, self.device))
         step = op.step_for("comm_alone")
         self.shmem.barrier()
         op.run(step)

@@ -27,7 +27,7 @@ from streamk_pgas.overlap.communication.comm_loop import owner_of, rank_order_su
 
 
 @triton.jit
-def reduce_to_all_tile(pid_m, pid_n, sm, MOVE, CTX,
+def reduce_to_all_tile(pid_m, pid_n, sm, e, MOVE, CTX,
                        BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     """Piece sm of owned tile (pid_m, pid_n): the rank-order sum of every rank's partial, stored into every rank's
     C."""

@@ -17,7 +17,7 @@ from streamk_pgas.stream_k.kernel import store_and_signal
 
 
 @triton.jit
-def all_scatter_tile(pid_m, pid_n, sm, MOVE, CTX,
+def all_scatter_tile(pid_m, pid_n, sm, e, MOVE, CTX,
                      BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     for sn in tl.static_range(BLK_N // CTN):
         rm, rn, mask = subtile_offsets(pid_m, pid_n, sm, sn, MOVE.M, MOVE.n_cols, BLK_M, BLK_N, CTM, CTN)

@@ -32,7 +32,7 @@ from streamk_pgas.overlap.communication.comm_loop import rank_order_sum, subtile
 
 
 @triton.jit
-def reduce_to_row_owners_tile(pid_m, pid_n, sm, MOVE, CTX,
+def reduce_to_row_owners_tile(pid_m, pid_n, sm, e, MOVE, CTX,
                               BLK_M: tl.constexpr, BLK_N: tl.constexpr, CTM: tl.constexpr, CTN: tl.constexpr):
     """Piece sm of summed tile (pid_m, pid_n): the rank-order sum of every rank's partial, each row stored into the
     C of the rank that owns it (a piece straddles at most a few owners: one masked store each)."""

@@ -73,6 +73,9 @@ class AlgorithmRecord:
     # the rows of the communication sub-tile for (the GEMM tile's BLK_M, BLK_N, world size) when not given (None:
     # BLK_M, the whole tile); its columns are the tile's
     comm_tile_rows: Callable[[int, int, int], int] | None = None
+    # planes of the partial, one under the other: step e writes and reads plane e % planes (two: the step ends
+    # without the peer barrier, see end_barrier)
+    partial_planes: int = 1
 
     @property
     def name(self) -> str:
@@ -86,6 +89,14 @@ class AlgorithmRecord:
     def gathers_a(self) -> bool:
         """A is row-sharded: the communication gathers it, the GEMM waits on its rows."""
         return self.family.a == "rows"
+
+    @property
+    def end_barrier(self) -> bool:
+        """Whether a step ends with the peer barrier (overlap.kernels: PEER_SYNC): where it writes into the peers'
+        buffers (their C is final only once every write has landed), or where a peer may still read this rank's
+        partial when the next step's GEMM overwrites it (one plane). An algorithm that writes no peer and keeps two
+        planes needs none: overlap.algorithms.one_shot says why."""
+        return self.writes_peers or self.partial_planes < 2
 
     def ready_sources(self, world: int) -> int:
         return world if self.ready_from_every_rank else 1

@@ -12,8 +12,9 @@ algorithm's TILE_FN on each piece (CTM rows) of it that the ticket holds: the wh
 piece where tiles are few, so that they still spread over many programs. A wait that times out records the error on
 every rank (iris_ops.error_state) and moves on, so a lost flag fails the step everywhere instead of hanging it.
 
-TILE_FN(pid_m, pid_n, sm, MOVE, CTX, BLK_M, BLK_N, CTM, CTN) (CTX: iris_ops.context.DeviceContext)
-moves piece sm of the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC, its rows sm*CTM .. sm*CTM + CTM - 1, into
+TILE_FN(pid_m, pid_n, sm, e, MOVE, CTX, BLK_M, BLK_N, CTM, CTN) (CTX: iris_ops.context.DeviceContext; e: the
+step's epoch) moves piece sm of the BLK_M x BLK_N tile (pid_m, pid_n) of MOVE.SRC (its plane of step e where the
+partial has two: overlap.algorithms.one_shot), its rows sm*CTM .. sm*CTM + CTM - 1, into
 MOVE.DST (overlap.kernel_args.Move), in sub-tiles of CTM x CTN. `rank_order_sum` is the reduction the
 reduce family's movers share: every rank's copy of a sub-tile, loaded together and added in rank order 0, 1,
 ..., W-1, so the sum is the same bits on every rank and in every run.
@@ -54,7 +55,7 @@ def _move_pieces(tile_id, sm0, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl
         if COMM_TRACE is not None:
             t_ready = now(CTX)
         for sm in range(sm0, end):
-            TILE_FN(pid_m, pid_n, sm, MOVE, CTX, BLK_M, BLK_N, CTM, MOVE_FLAGS.CTN)
+            TILE_FN(pid_m, pid_n, sm, e, MOVE, CTX, BLK_M, BLK_N, CTM, MOVE_FLAGS.CTN)
         if COMM_TRACE is not None:
             row = COMM_TRACE + tile_id * 5
             if sm0 == 0:
