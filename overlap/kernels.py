@@ -112,7 +112,10 @@ def _start_comm(c, STEP, STEP_FLAGS, e, CTX):
 def _finish(CTRL, e, step_programs, CTX, PEER_SYNC: tl.constexpr, SYS: tl.constexpr):
     """Count this program finished; the step's last program closes the step (see the module docstring)."""
     tl.debug_barrier()
-    n = count_release(CTRL + _FINISHED, SYS)  # SYS: its writes to peers are covered by the DONE release below
+    if PEER_SYNC:  # SYS: its writes to peers are covered by the DONE release below
+        n = count_release(CTRL + _FINISHED, SYS)
+    else:  # no DONE follows: only this GPU reads the count
+        n = count_release(CTRL + _FINISHED, False)
     if n == step_programs - 1:
         if PEER_SYNC:
             notify_ranks(CTRL + _PEERS + CTX.world_size + CTX.cur_rank, e, CTX.cur_rank, CTX.heap_bases,
