@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from streamk_pgas.iris_ops.device import read_timer, record_error_all, wait_local_or_error
+from streamk_pgas.iris_ops.device import read_timer, record_error_all, wait_local_or_error, wait_range_or_error
 
 
 class DeviceContext(NamedTuple):
@@ -57,4 +57,11 @@ def wait_or_record(CTX, flag_ptr, value, kind, tile_id, scope: tl.constexpr):
     """Wait (bounded by CTX.max_spins, acquire at `scope`) until *flag_ptr >= value; a wait that gives up records
     (kind, tile_id) in every rank's error words (iris_ops.device.wait_local_or_error, record_error_all)."""
     if not wait_local_or_error(flag_ptr, value, CTX.max_spins, CTX.ERRORS, scope):
+        record_error_all(CTX.ERRORS, kind, tile_id, CTX.cur_rank, CTX.heap_bases, CTX.world_size)
+
+
+@triton.jit
+def wait_range_or_record(CTX, ptr, n, value, kind, tile_id, scope: tl.constexpr):
+    """wait_or_record on the n consecutive words ptr[0 .. n - 1] at once (iris_ops.device.wait_range_or_error)."""
+    if not wait_range_or_error(ptr, n, value, CTX.max_spins, CTX.ERRORS, scope):
         record_error_all(CTX.ERRORS, kind, tile_id, CTX.cur_rank, CTX.heap_bases, CTX.world_size)

@@ -527,6 +527,61 @@ def wait_local_or_error(flag_ptr, value, max_spins, error_ptr, scope: tl.constex
     return seen >= value
 
 
+# A wait for a run of consecutive words (a row block's chunks of A, say) polls them together: lane i of a vector of
+# RANGE_LANES reads word i, so one poll costs one load's latency where a wait per word costs one per word.
+RANGE_LANES = 32
+_RANGE_LANES: tl.constexpr = tl.constexpr(RANGE_LANES)
+
+
+@triton.jit
+def _range_least(ptr, n, scope: tl.constexpr):
+    """The least of the n >= 1 int32 words ptr[0 .. n - 1], each read with acquire semantics by its own lane
+    (NVIDIA; elsewhere a volatile load, which wait_range_or_error then orders); lanes past the last word read it
+    again."""
+    lanes = tl.arange(0, _RANGE_LANES)
+    least = tl.min(_acquire_load(ptr + tl.minimum(lanes, n - 1), scope), axis=0)
+    for c in range(_RANGE_LANES, n, _RANGE_LANES):
+        least = tl.minimum(least, tl.min(_acquire_load(ptr + tl.minimum(c + lanes, n - 1), scope), axis=0))
+    return least
+
+
+@triton.jit
+def _clock_units():
+    """The wait clock (`_poll`'s second value) read on its own."""
+    if _ARCH == 1:
+        t = tl.inline_asm_elementwise(
+            "{ .reg .u64 t; mov.u64 t, %globaltimer; shr.u64 t, t, 16; cvt.u32.u64 $0, t; }", "=r", [],
+            dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        t = _now_units()
+    return t
+
+
+@triton.jit
+def wait_range_or_error(ptr, n, value, max_spins, error_ptr, scope: tl.constexpr = None):
+    """`wait_local_or_error` on the n >= 1 consecutive words ptr[0 .. n - 1] of the caller's own memory at once:
+    True once every one is >= value, False if the time ran out or the error word was set first. The error word is
+    read only while waiting. Every thread of the program calls it: it ends with a barrier of the program's threads,
+    which orders every thread's later accesses after the lane that acquired each word (elsewhere than NVIDIA an
+    acquire read-modify-write of each word does the acquiring)."""
+    least = _range_least(ptr, n, scope)
+    if least < value:
+        now = _clock_units()
+        deadline = _deadline(now, max_spins)
+        err = tl.load(error_ptr, volatile=True)
+        while (least < value) & ((now - deadline) < 0) & (err == 0):
+            _poll_pause()
+            least = _range_least(ptr, n, scope)
+            now = _clock_units()
+            err = tl.load(error_ptr, volatile=True)
+    if least >= value:
+        if _ARCH != 1:
+            for i in range(0, n):
+                _acquire_rmw(ptr + i, scope)
+    tl.debug_barrier()
+    return least >= value
+
+
 # ----------------------------------------------------------------------------------------------
 # Timer
 

@@ -84,7 +84,7 @@ from typing import Any, NamedTuple
 import triton
 import triton.language as tl
 
-from streamk_pgas.iris_ops.context import now, wait_or_record
+from streamk_pgas.iris_ops.context import now, wait_range_or_record
 from streamk_pgas.iris_ops.device import ERR_A_ROWS, fence_proxy_async_global, wait_bulk_stores
 from streamk_pgas.iris_ops.env import interpreted
 from streamk_pgas.stream_k.tiles import gemm_tile_coords
@@ -361,10 +361,10 @@ def _wait_a_rows(A_WAIT, pid_m, M, k_lo, k_hi, iters_per_tile, epoch, tile_id, C
     n_kc = tl.cdiv(iters_per_tile, a_chunk)
     lo = pid_m * BLK_M
     hi = tl.minimum(M, lo + BLK_M) - 1
-    for slot in range(lo // a_rows, hi // a_rows + 1):
-        for kc in range(k_lo // a_chunk, tl.cdiv(k_hi, a_chunk)):
-            wait_or_record(CTX, A_WAIT.A_READY + (slot * n_rb + pid_m) * n_kc + kc, epoch, _ERR_A_ROWS.value, tile_id,
-                           "sys")
+    kc0 = k_lo // a_chunk
+    for slot in range(lo // a_rows, hi // a_rows + 1):  # the slot's chunks of the row block are consecutive words
+        wait_range_or_record(CTX, A_WAIT.A_READY + (slot * n_rb + pid_m) * n_kc + kc0, tl.cdiv(k_hi, a_chunk) - kc0,
+                             epoch, _ERR_A_ROWS.value, tile_id, "sys")
     if USE_TMA:
         fence_proxy_async_global()  # the acquire above before the copy engine's reads of A
 
