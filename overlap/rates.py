@@ -46,7 +46,7 @@ def comm_rate(p: Problem, programs: int, fused: bool = False) -> float:
     if programs <= 0:
         return 1e-9
     r = ALGORITHMS[p.algorithm].rates
-    return min(r.link_gbs, programs * r.per_program_gbs * (r.fused_efficiency if fused else 1.0)) * 1e6
+    return min(r.link_gbs, programs * r.per_program(p.world_size) * (r.fused_efficiency if fused else 1.0)) * 1e6
 
 
 def link_ms(p: Problem, nbytes: float) -> float:

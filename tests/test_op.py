@@ -247,6 +247,25 @@ def test_op_planned_for_another_target_lists_its_launches_and_refuses_to_run() -
         OverlapOp.create(ListingHeap(2), "all_scatter", 64, 64, 64, "bf16", "copy_engine", target=mi300x)
 
 
+def test_only_an_algorithm_that_writes_no_peer_and_keeps_two_planes_skips_the_end_barrier() -> None:
+    """one_shot (no writes into peers' buffers, its partial in two planes: overlap.algorithms.one_shot) ends every
+    kernel of its step without the peer barrier, its communication timed alone too, and takes one more |C| of heap;
+    all_reduce, which writes into its peers' C, keeps the barrier in every mode."""
+    from streamk_pgas.overlap.listing import op_for
+
+    h100 = spec.known_target("h100")
+    for alg, barrier in (("one_shot", False), ("all_reduce", True)):
+        for mode in ("bulk_sync", "two_streams", "fused", "fused_sequential"):
+            op = op_for(alg, mode, 1024, 2048, 4096, "bf16", h100, world_size=4)
+            for kind in ("step", "comm_alone"):
+                flags = [x.args["STEP_FLAGS"] for x in op.launches(kind) if "STEP_FLAGS" in x.args]
+                assert flags and all(bool(f.PEER_SYNC) is barrier for f in flags), (alg, mode, kind)
+            planes = op.buffers.partial_planes
+            assert len(planes) == (1 if barrier else 2) and all(t.shape == (1024, 2048) for t in planes)
+    one = OverlapOp.heap_bytes("one_shot", 1024, 2048, 4096, "bf16", 4)
+    assert one - OverlapOp.heap_bytes("all_reduce", 1024, 2048, 4096, "bf16", 4) >= 1024 * 2048 * 2
+
+
 @pytest.mark.parametrize("alg", ALGORITHMS)
 def test_heap_bytes_positive_and_what_create_allocates(alg: str) -> None:
     for dtype in ("bf16", "fp16", "fp32", "int8"):

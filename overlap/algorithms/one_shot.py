@@ -26,7 +26,7 @@ import triton.language as tl
 
 from streamk_pgas import spec
 from streamk_pgas.iris_ops.device import notify_ranks, opaque
-from streamk_pgas.overlap.algorithms.record import AlgorithmRecord, Rates, rows_for_loads_in_flight
+from streamk_pgas.overlap.algorithms.record import SYS_RELEASE_US, AlgorithmRecord, Rates, rows_for_loads_in_flight
 from streamk_pgas.overlap.communication.comm_loop import rank_order_sum, subtile_offsets
 
 
@@ -74,6 +74,10 @@ RECORD = AlgorithmRecord(
     ready_from_every_rank=True, writes_peers=False, partial_buffer=True, partial_planes=2,
     comm_tile_rows=rows_for_loads_in_flight,
     # reads of remote tiles: alone on 4 x H100 (tools.comm_bench) 286-325 GB/s of reads on 32-128 programs for
-    # |C| of 64 MiB to 1 GiB; inside the fused kernel ~10% slower than in a kernel of its own (2 x H200)
-    rates=Rates(per_program_gbs=10.0, link_gbs=310.0, fused_efficiency=0.9),
+    # |C| of 64 MiB to 1 GiB; inside the fused kernel ~10% slower than in a kernel of its own (2 x H200). At W = 2 a
+    # program keeps one remote load of its two in flight: 16 programs alone read 6.6-7.2 GB/s each at 16-64 MiB,
+    # where all_reduce's moved 8.6-9.3 (2 x H200, results/logs/h200x2/oneshot-4b34844). The epilogue releases every
+    # tile at system scope (to every rank), as all_reduce's does (to its owner).
+    rates=Rates(per_program_gbs=10.0, link_gbs=310.0, fused_efficiency=0.9, signal_us=SYS_RELEASE_US,
+                per_program_at=((2, 7.0),)),
 )

@@ -37,6 +37,12 @@ class Rates:
     epilogue_gbs: float | None = None
     fused_efficiency: float = 1.0
     signal_us: float = 0.0
+    # (world size, GB/s) where one program's rate differs from per_program_gbs at that world size
+    per_program_at: tuple[tuple[int, float], ...] = ()
+
+    def per_program(self, world: int) -> float:
+        """GB/s one communication program moves at this world size."""
+        return dict(self.per_program_at).get(world, self.per_program_gbs)
 
 
 def reduce_elements_in_flight(world_size: int) -> int:
