@@ -2,8 +2,8 @@
 
 Every schedule runs on the communication stream after the step's start kernel (ce_start: arrival of every
 rank, so the peers' buffers may receive), and ends with ce_finish, which counts as one program of the step:
-the last of the GEMM's programs and ce_finish closes the step with the peer barrier, after every copy of
-this rank has landed. The GEMM runs on every SM.
+the last of the GEMM's programs and ce_finish closes the step (with the peer barrier where the step needs one:
+overlap.parts.Parts.end_barrier), after every copy of this rank has landed. The GEMM runs on every SM.
 
     scatter      (all_scatter) for each band of tile rows: wait for its tiles, copy this rank's columns of
                  those rows into every peer's C; then the counts back to 0

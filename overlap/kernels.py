@@ -35,8 +35,8 @@ on the heap:
   never writes into C before this rank's stream has reached that step, whatever runs between two steps.
 - Finish: every program of every kernel of the step counts itself on CTRL[FINISHED] as it exits,
   with release semantics (system scope when it wrote to peers). The last of the step's
-  `step_programs` programs (PEER_SYNC: where the algorithm needs the barrier, AlgorithmRecord.end_barrier;
-  one_shot, which keeps its partial in two planes, does not) writes DONE = e on every peer, waits until every
+  `step_programs` programs (PEER_SYNC: where the step needs the barrier, overlap.parts.Parts.end_barrier; one_shot
+  and all_gather_gemm do not) writes DONE = e on every peer, waits until every
   peer's DONE word reaches e (every peer's contribution to this rank's C has landed, and every peer has finished
   reading this rank's buffers), resets CLAIM and FINISHED, and only then advances
   CTRL[EPOCH]. The step's kernels end after that, so when a rank's stream reaches the end of a
@@ -224,7 +224,7 @@ def ce_start_kernel(CTRL, FILL, n_fill, CTX, FILL_BLOCK: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["step_programs"])
-def ce_finish_kernel(CTRL, step_programs, CTX):
+def ce_finish_kernel(CTRL, step_programs, CTX, PEER_SYNC: tl.constexpr):
     """The copy-engine mode's step end, queued after the step's copies: counts as one program of the step
-    (the GEMM's are the others); the last to finish closes the step (peer barrier, epoch)."""
-    _finish(CTRL, _step_epoch(CTRL), step_programs, CTX, True, True)
+    (the GEMM's are the others); the last to finish closes the step (the peer barrier where PEER_SYNC, the epoch)."""
+    _finish(CTRL, _step_epoch(CTRL), step_programs, CTX, PEER_SYNC, True)

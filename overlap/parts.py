@@ -26,6 +26,7 @@ from streamk_pgas.overlap.buffers import OpBuffers
 from streamk_pgas.overlap.communication.copy_engine import CopySchedule, make_engine, store_and_count
 from streamk_pgas.overlap.config import OverlapConfig
 from streamk_pgas.overlap.copy_steps import (
+    ce_pulls_a,
     column_word_pattern,
     column_words_action,
     gather_a_own_ops,
@@ -182,7 +183,7 @@ class Parts:
         pushes = seq and (alg.push_epilogue is not None or gemm_gathers)
         writes_peers_first = alg.writes_peers and not comm and pushes
         flags = constexprs(
-            StepFlags, COMM=comm, PEER_SYNC=peer_sync and alg.end_barrier,
+            StepFlags, COMM=comm, PEER_SYNC=peer_sync and self.end_barrier(),
             GEMM_SYS=join or alg.gemm_writes_peers(seq, self.world),
             COMM_AFTER_GEMM=join, GEMM_WAITS_ARRIVED=writes_peers_first,
             WAITS_ARRIVED=alg.writes_peers and (comm or join),
@@ -203,7 +204,7 @@ class Parts:
         gather = self._gather(bufs.a if a is None else a, in_comm=True, in_gemm=False, gemm_waits=False,
                               segments=True)  # pushed in the order a GEMM that waits by segments reads (two_streams)
         handshake = alg.writes_peers or not wait_ready
-        flags = constexprs(StepFlags, COMM=True, PEER_SYNC=alg.end_barrier, GEMM_SYS=True, COMM_AFTER_GEMM=False,
+        flags = constexprs(StepFlags, COMM=True, PEER_SYNC=self.end_barrier(), GEMM_SYS=True, COMM_AFTER_GEMM=False,
                            GEMM_WAITS_ARRIVED=False, WAITS_ARRIVED=handshake,
                            ANNOUNCE=handshake)
         args = {"CTX": self._context(g), "BLK_M": g.plan.BLK_M, "BLK_N": g.plan.BLK_N, "GSIZE_M": g.plan.gsize_m,
@@ -213,6 +214,13 @@ class Parts:
         return BoundLaunch(comm_kernel, programs, args, {"num_warps": max(1, self.cfg.comm_threads // 32)})
 
     # ---- the protocol's small kernels ---------------------------------------------------------------------
+    def end_barrier(self) -> bool:
+        """Whether this op's steps end with the peer barrier: where its algorithm needs it (AlgorithmRecord.
+        end_barrier), and where copy_engine pulls all_gather_gemm's rows from the peers' own slots (ce_pulls_a),
+        which a peer's next step overwrites. Every kernel of a step agrees (the last to finish closes it)."""
+        pulls = self.cfg.mode == "copy_engine" and self.alg.copy_schedule == "gather_a" and ce_pulls_a()
+        return self.alg.end_barrier or pulls
+
     def _context(self, gemm: StreamKGemm) -> DeviceContext:
         """The device context of every kernel of a step: this rank on the heap, world_size a compile-time constant,
         the step's collective error words, and `gemm`'s clock, timer kind and spin budget."""
@@ -232,7 +240,8 @@ class Parts:
             {"num_warps": 1})
 
     def ce_finish(self, step_programs: int) -> BoundLaunch:
-        return BoundLaunch(ce_finish_kernel, 1, {**self._peers(), "step_programs": step_programs}, {"num_warps": 1})
+        return BoundLaunch(ce_finish_kernel, 1, {**self._peers(), "step_programs": step_programs,
+                                                 "PEER_SYNC": self.end_barrier()}, {"num_warps": 1})
 
     # ---- copy engines and host-queued copies ---------------------------------------------------------------
     def copy_schedule(self, a: torch.Tensor, finish: BoundLaunch, wait: bool = True) -> CopySchedule:

@@ -247,21 +247,26 @@ def test_op_planned_for_another_target_lists_its_launches_and_refuses_to_run() -
         OverlapOp.create(ListingHeap(2), "all_scatter", 64, 64, 64, "bf16", "copy_engine", target=mi300x)
 
 
-def test_only_an_algorithm_that_writes_no_peer_and_keeps_two_planes_skips_the_end_barrier() -> None:
-    """one_shot (no writes into peers' buffers, its partial in two planes: overlap.algorithms.one_shot) ends every
-    kernel of its step without the peer barrier, its communication timed alone too, and takes one more |C| of heap;
-    all_reduce, which writes into its peers' C, keeps the barrier in every mode."""
+def test_which_steps_end_without_the_peer_barrier() -> None:
+    """one_shot (no writes into peers' buffers, its partial in two planes) and all_gather_gemm (every write into a
+    peer followed by a ready word the peer waits for) end every kernel of their steps without the peer barrier, their
+    communication timed alone too; all_reduce, gemm_reduce_scatter and all_scatter, which write into their peers' C,
+    keep it in every mode (copy_engine's ce_finish included). one_shot's partial takes one more |C| of heap."""
     from streamk_pgas.overlap.listing import op_for
 
     h100 = spec.known_target("h100")
-    for alg, barrier in (("one_shot", False), ("all_reduce", True)):
-        for mode in ("bulk_sync", "two_streams", "fused", "fused_sequential"):
+    barrier = {"one_shot": False, "all_gather_gemm": False, "all_reduce": True, "gemm_reduce_scatter": True,
+               "all_scatter": True}
+    for alg, needed in barrier.items():
+        for mode in spec.ALGORITHMS[alg].modes:
             op = op_for(alg, mode, 1024, 2048, 4096, "bf16", h100, world_size=4)
             for kind in ("step", "comm_alone"):
-                flags = [x.args["STEP_FLAGS"] for x in op.launches(kind) if "STEP_FLAGS" in x.args]
-                assert flags and all(bool(f.PEER_SYNC) is barrier for f in flags), (alg, mode, kind)
-            planes = op.buffers.partial_planes
-            assert len(planes) == (1 if barrier else 2) and all(t.shape == (1024, 2048) for t in planes)
+                launches = op.launches(kind)
+                syncs = [bool(x.args["STEP_FLAGS"].PEER_SYNC) for x in launches if "STEP_FLAGS" in x.args]
+                syncs += [bool(x.args["PEER_SYNC"]) for x in launches if x.name == "ce_finish_kernel"]
+                assert syncs and all(s is needed for s in syncs), (alg, mode, kind)
+    op = op_for("one_shot", "fused", 1024, 2048, 4096, "bf16", h100, world_size=4)
+    assert len(op.buffers.partial_planes) == 2 and all(t.shape == (1024, 2048) for t in op.buffers.partial_planes)
     one = OverlapOp.heap_bytes("one_shot", 1024, 2048, 4096, "bf16", 4)
     assert one - OverlapOp.heap_bytes("all_reduce", 1024, 2048, 4096, "bf16", 4) >= 1024 * 2048 * 2
 

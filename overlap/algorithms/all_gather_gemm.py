@@ -21,6 +21,12 @@ j goes to rank (cur_rank - j) % W. Each slot's units are spread over every pushi
 after another at the full rate, slot 1 (the GEMM's second) first; within a slot, where the GEMM waits by segments,
 every row block's first columns before any row block's next, else one row block after another.
 
+No end-of-step barrier: a peer writes into this rank's AG only after this rank's arrival at the step (its previous
+GEMM, the last reader of AG, is over), and every write is followed by a ready word that this rank's GEMM waits for,
+so once the GEMM's programs end, every row of the step has landed and nothing of a peer's is still being read.
+(copy_engine's pull experiment, STREAMK_PGAS_CE_PULL=1, reads the peers' own slots, so it keeps the barrier:
+overlap.parts.Parts.end_barrier.)
+
 Buffers: AG [M, K] (H), the gathered A; A_READY (H); C [M, N/W], this rank's columns, written by the GEMM;
 nothing moves C. copy_engine: A's rows copied into every rank's AG, each chunk (of rows, or of columns) followed by
 its ready words (overlap.copy_steps "gather_a"; in columns the own slot goes on the main stream before the GEMM).
@@ -123,6 +129,7 @@ def gathered_store_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, ti
 RECORD = AlgorithmRecord(
     spec.ALGORITHMS["all_gather_gemm"], None, gathered_store_epilogue, None,
     ready_from_every_rank=False, writes_peers=True, partial_buffer=False, copy_schedule="gather_a",
+    flags_every_write=True,
     # pushes of A's rows: 40 MB in 0.58 ms from 12 programs, 0.16 ms from 132 (4864 x 4096 x 8256 on 2 x H200)
     rates=Rates(per_program_gbs=6.0, link_gbs=250.0),
 )

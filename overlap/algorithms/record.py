@@ -82,6 +82,9 @@ class AlgorithmRecord:
     # planes of the partial, one under the other: step e writes and reads plane e % planes (two: the step ends
     # without the peer barrier, see end_barrier)
     partial_planes: int = 1
+    # every write into a peer's buffer is followed by a ready word that the peer waits for before it reads what was
+    # written (all_gather_gemm's rows of A): the peer's step is complete without the end-of-step barrier
+    flags_every_write: bool = False
 
     @property
     def name(self) -> str:
@@ -99,10 +102,10 @@ class AlgorithmRecord:
     @property
     def end_barrier(self) -> bool:
         """Whether a step ends with the peer barrier (overlap.kernels: PEER_SYNC): where it writes into the peers'
-        buffers (their C is final only once every write has landed), or where a peer may still read this rank's
-        partial when the next step's GEMM overwrites it (one plane). An algorithm that writes no peer and keeps two
-        planes needs none: overlap.algorithms.one_shot says why."""
-        return self.writes_peers or self.partial_planes < 2
+        buffers without a ready word they wait for (their C is final only once every write has landed), or where a
+        peer may still read this rank's partial when the next step's GEMM overwrites it (one plane). one_shot (no
+        writes, two planes) and all_gather_gemm (flagged writes, no partial) need none: their modules say why."""
+        return (self.writes_peers and not self.flags_every_write) or (self.partial_buffer and self.partial_planes < 2)
 
     def ready_sources(self, world: int) -> int:
         return world if self.ready_from_every_rank else 1
