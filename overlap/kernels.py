@@ -34,7 +34,7 @@ on the heap:
   program of each rank releases ARRIVED = e on every rank as it starts. A peer's next step therefore
   never writes into C before this rank's stream has reached that step, whatever runs between two steps.
 - Finish: every program of every kernel of the step counts itself on CTRL[FINISHED] as it exits,
-  with release semantics (system scope when it wrote to peers). The last of the step's
+  with release semantics (system scope when it wrote to peers and the barrier follows). The last of the step's
   `step_programs` programs (PEER_SYNC: where the step needs the barrier, overlap.parts.Parts.end_barrier; one_shot
   and all_gather_gemm do not) writes DONE = e on every peer, waits until every
   peer's DONE word reaches e (every peer's contribution to this rank's C has landed, and every peer has finished
