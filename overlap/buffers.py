@@ -73,7 +73,6 @@ class OpBuffers:
     heap_c: torch.Tensor  # C's storage on the heap, or the wide C of unaligned all_scatter
     c: torch.Tensor
     wide_c: bool
-    partial: torch.Tensor | None  # the partial's first plane (the GEMM's launch takes it; the kernels pick the step's)
     partial_planes: tuple[torch.Tensor, ...]  # each plane of the partial (AlgorithmRecord.partial_planes; () if none)
     gemm_out: torch.Tensor
     ready: torch.Tensor
@@ -135,8 +134,13 @@ class OpBuffers:
                 else None)
         fill = torch.zeros(n_rb * a_chunks(k), dtype=torch.int32, device=device) if kind == "gather_a" else None
         errors = ErrorState(shmem)
-        return cls(a, b, heap_c, c, wide, partial, partial_planes, gemm_out, ready, ctrl, errors, ag, a_ready, counts,
+        return cls(a, b, heap_c, c, wide, partial_planes, gemm_out, ready, ctrl, errors, ag, a_ready, counts,
                    counts_init, recv, fill, tiles, -(-local_n // blk_n))
+
+    @property
+    def partial(self) -> torch.Tensor | None:
+        """The partial's first plane (the GEMM's launch takes it; the kernels pick the step's), None if none."""
+        return self.partial_planes[0] if self.partial_planes else None
 
     def gemm_result(self) -> torch.Tensor:
         """What the GEMM wrote in the last finished step: gemm_out, or the partial's plane of that step's epoch

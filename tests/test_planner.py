@@ -304,7 +304,7 @@ def test_asked_for_the_family_the_planner_chooses_its_algorithm() -> None:
     predicted = cfg.plan_info["family"]["predicted_ms"]
     assert set(predicted) == {"all_reduce", "one_shot"} and predicted["all_reduce"] < predicted["one_shot"]
     # at 2 ranks both move |C|, but one_shot's programs read at ~0.75x all_reduce's rate: all_reduce where the
-    # communication is large (it measured 9% faster at 8192^3 on 2 x H100)
+    # communication is large (it measured 10% faster at 8192^3 on 2 x H100)
     assert resolve_config(OverlapConfig("reduce", 8192, 8192, 8192, "bf16"), h100, 2).algorithm == "all_reduce"
     fused = resolve_config(OverlapConfig("reduce", 64, 64, 64, "fp32", "fused"), spec.INTERPRETER, 2)
     assert fused.algorithm == "all_reduce"
