@@ -266,6 +266,23 @@ def notify_ranks(flag_ptr, value, cur_rank, heap_bases, world_size, FIRST: tl.co
 
 
 @triton.jit
+def notify_add_ranks(counter_ptr, inc, cur_rank, heap_bases, world_size, FIRST: tl.constexpr):
+    """Add `inc` to the counter of ranks (cur_rank + i) % world_size for i = FIRST .. world_size - 1 with release
+    semantics at system scope (notify_ranks' ordering: everything this program stored before the call is visible to a
+    reader that sees the sum). NVIDIA: one system-scope fence, then relaxed adds; elsewhere a release add per rank."""
+    tl.debug_barrier()
+    if _ARCH == 1:
+        fence_sys()
+        for i in range(FIRST, world_size):
+            ptr = translate(counter_ptr, cur_rank, (cur_rank + i) % world_size, heap_bases)
+            tl.atomic_add(ptr, inc, sem="relaxed", scope="sys")
+    else:
+        for i in range(FIRST, world_size):
+            ptr = translate(counter_ptr, cur_rank, (cur_rank + i) % world_size, heap_bases)
+            tl.atomic_add(ptr, inc, sem="release", scope="sys")
+
+
+@triton.jit
 def count_release(counter_ptr, SYS: tl.constexpr):
     """Add 1 to a counter in this GPU's memory (acquire and release) and return its old value. SYS: the program
     also wrote to peers, and those writes are released with it at system scope (NVIDIA: one system-scope fence,
@@ -454,11 +471,13 @@ ERR_STREAMK_FIXUP = 1  # a Stream-K tile owner timed out waiting for another pro
 ERR_TILE_READY = 2  # a communication tile timed out waiting for a GEMM tile-ready flag
 ERR_PEER_READY = 3  # a communication tile timed out waiting for a peer's flag
 ERR_A_ROWS = 4  # a GEMM tile timed out waiting for rows of A gathered from a peer (all_gather_gemm)
+ERR_LANDED = 5  # a step timed out waiting for the peers' stores into this rank's C to land (all_reduce)
 _ERROR_TEXT = {
     ERR_STREAMK_FIXUP: "Stream-K fix-up timed out waiting for a partial tile from another program",
     ERR_TILE_READY: "communication timed out waiting for the GEMM to mark a tile ready",
     ERR_PEER_READY: "communication timed out waiting for a peer rank's tile flag",
     ERR_A_ROWS: "the GEMM timed out waiting for rows of A from a peer (all-gather)",
+    ERR_LANDED: "the step timed out waiting for a peer's tiles to land in this rank's C",
 }
 
 
@@ -578,6 +597,31 @@ def wait_range_or_error(ptr, n, value, max_spins, error_ptr, scope: tl.constexpr
         if _ARCH != 1:
             for i in range(0, n):
                 _acquire_rmw(ptr + i, scope)
+    tl.debug_barrier()
+    return least >= value
+
+
+@triton.jit
+def wait_words_or_error(ptrs, mask, value, max_spins, error_ptr, scope: tl.constexpr = None):
+    """`wait_range_or_error` on a vector of words of the caller's own memory, anywhere (`ptrs`, those under `mask`):
+    True once every one is >= value, False if the time ran out or the error word was set first. Every thread of the
+    program calls it; it ends with a barrier of the program's threads."""
+    least = tl.min(tl.where(mask, _acquire_load(ptrs, scope), value), axis=0)
+    if least < value:
+        now = _clock_units()
+        deadline = _deadline(now, max_spins)
+        err = tl.load(error_ptr, volatile=True)
+        while (least < value) & ((now - deadline) < 0) & (err == 0):
+            _poll_pause()
+            least = tl.min(tl.where(mask, _acquire_load(ptrs, scope), value), axis=0)
+            now = _clock_units()
+            err = tl.load(error_ptr, volatile=True)
+    if least >= value:
+        if _ARCH != 1:
+            if scope == "gpu":
+                tl.atomic_add(ptrs, 0, mask=mask, sem="acquire", scope="gpu")
+            else:
+                tl.atomic_add(ptrs, 0, mask=mask, sem="acquire", scope="sys")
     tl.debug_barrier()
     return least >= value
 

@@ -65,6 +65,8 @@ class MoveFlags(NamedTuple):
     CTN: Any
     CLAIM_TILES: Any  # tiles are claimed with tickets (programs may join late), else taken statically
     OWNED: Any  # tile t is moved by rank t % W alone (overlap.communication.comm_loop)
+    LANDS: Any  # each move into a peer's C is counted there, and the step's last program waits for the counts
+    #           of every tile moved into this rank's C (overlap.communication.comm_loop.wait_landed)
 
 
 class Gather(NamedTuple):

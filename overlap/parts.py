@@ -109,10 +109,10 @@ class Parts:
     def _step(self, step_programs: int, gemm_programs: int, comm_programs: int) -> Step:
         return Step(self.bufs.ctrl, step_programs, gemm_programs, comm_programs)
 
-    def _move(self, gemm: StreamKGemm, programs: int, claim: bool, wait_ready: bool
+    def _move(self, gemm: StreamKGemm, programs: int, claim: bool, wait_ready: bool, lands: bool = True
               ) -> tuple[Move | None, MoveFlags | None]:
         """What `programs` communication programs move after `gemm` (None for all_gather_gemm, which moves A's
-        rows)."""
+        rows). lands=False: a step that moves nothing (the GEMM timed alone) waits for no tile to land."""
         alg, cfg, bufs = self.alg, self.cfg, self.bufs
         if alg.tile_fn is None:
             return None, None
@@ -126,7 +126,8 @@ class Parts:
                                 self.movers))
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
                            READY_SOURCES=alg.ready_sources(self.world) if wait_ready else 0,
-                           CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles)
+                           CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles,
+                           LANDS=lands and alg.lands_counted and self.world > 1)
         return move, flags
 
     def _gather(self, a: torch.Tensor, *, in_comm: bool, in_gemm: bool, gemm_waits: bool,
@@ -176,7 +177,11 @@ class Parts:
         assert tiling["STRIDE_ALIGN"] == 1, "the op reads rows 16-element aligned (or through TMA)"
         args["CTX"] = self._context(gemm)  # the collective error words, world_size a compile-time constant
         comm = comm_programs > 0
-        move, move_flags = self._move(gemm, comm_programs, claim, True) if (comm or join) else (None, None)
+        # a kernel whose program may close a step where tiles land counted (bulk_sync's GEMM kernel too) gets the
+        # tiles, so that its last program can wait for them
+        lands = peer_sync and alg.lands_counted
+        move, move_flags = self._move(gemm, comm_programs, claim, True, lands) if (comm or join or lands) else (None,
+                                                                                                            None)
         gather = self._gather(a, in_comm=comm, in_gemm=gemm_gathers, gemm_waits=alg.gathers_a and wait_a,
                               segments=a_segments)
         # the GEMM's own epilogue (or its push of A's rows) writes into the peers' buffers
