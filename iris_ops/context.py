@@ -20,13 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from streamk_pgas.iris_ops.device import (
-    read_timer,
-    record_error_all,
-    wait_local_or_error,
-    wait_range_or_error,
-    wait_words_or_error,
-)
+from streamk_pgas.iris_ops.device import read_timer, record_error_all, wait_local_or_error, wait_range_or_error
 
 
 class DeviceContext(NamedTuple):
@@ -72,9 +66,3 @@ def wait_range_or_record(CTX, ptr, n, value, kind, tile_id, scope: tl.constexpr)
     if not wait_range_or_error(ptr, n, value, CTX.max_spins, CTX.ERRORS, scope):
         record_error_all(CTX.ERRORS, kind, tile_id, CTX.cur_rank, CTX.heap_bases, CTX.world_size)
 
-
-@triton.jit
-def wait_words_or_record(CTX, ptrs, mask, value, kind, tile_id, scope: tl.constexpr):
-    """wait_or_record on a vector of words of this rank's memory at once (iris_ops.device.wait_words_or_error)."""
-    if not wait_words_or_error(ptrs, mask, value, CTX.max_spins, CTX.ERRORS, scope):
-        record_error_all(CTX.ERRORS, kind, tile_id, CTX.cur_rank, CTX.heap_bases, CTX.world_size)

@@ -601,31 +601,6 @@ def wait_range_or_error(ptr, n, value, max_spins, error_ptr, scope: tl.constexpr
     return least >= value
 
 
-@triton.jit
-def wait_words_or_error(ptrs, mask, value, max_spins, error_ptr, scope: tl.constexpr = None):
-    """`wait_range_or_error` on a vector of words of the caller's own memory, anywhere (`ptrs`, those under `mask`):
-    True once every one is >= value, False if the time ran out or the error word was set first. Every thread of the
-    program calls it; it ends with a barrier of the program's threads."""
-    least = tl.min(tl.where(mask, _acquire_load(ptrs, scope), value), axis=0)
-    if least < value:
-        now = _clock_units()
-        deadline = _deadline(now, max_spins)
-        err = tl.load(error_ptr, volatile=True)
-        while (least < value) & ((now - deadline) < 0) & (err == 0):
-            _poll_pause()
-            least = tl.min(tl.where(mask, _acquire_load(ptrs, scope), value), axis=0)
-            now = _clock_units()
-            err = tl.load(error_ptr, volatile=True)
-    if least >= value:
-        if _ARCH != 1:
-            if scope == "gpu":
-                tl.atomic_add(ptrs, 0, mask=mask, sem="acquire", scope="gpu")
-            else:
-                tl.atomic_add(ptrs, 0, mask=mask, sem="acquire", scope="sys")
-    tl.debug_barrier()
-    return least >= value
-
-
 # ----------------------------------------------------------------------------------------------
 # Timer
 

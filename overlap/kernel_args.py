@@ -56,6 +56,7 @@ class Move(NamedTuple):
     # masks keep whole vectors (both buffers hold those columns; nothing reads the padding)
     claim_rotate: int  # ticket t is tile (t + claim_rotate) % tiles: the order the GEMM completes them in
     span: int  # pieces (CTM rows) of a tile one ticket moves: the whole tile, or 1 where tiles are few
+    LANDED: Any  # int32 [W] on the heap: pieces of each rank's tiles landed here this step (MoveFlags.LANDS)
 
 
 class MoveFlags(NamedTuple):

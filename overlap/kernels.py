@@ -28,6 +28,8 @@ on the heap:
     CTRL[FINISHED]       programs of this step that have finished
     CTRL[PEERS + p]      ARRIVED: the last step for which rank p's C may receive writes (p writes it)
     CTRL[PEERS + W + p]  DONE: the last step whose communication rank p has finished (p writes it)
+    CTRL[LANDED + p]     pieces of rank p's tiles that have landed in this rank's C this step (MoveFlags.LANDS;
+                         p adds, this rank's last program waits and clears); LANDED = PEERS + 2W
 
 - Arrival: an algorithm that writes into the peers' buffers (all_reduce's sums, all_scatter's tiles)
   waits for each peer's ARRIVED word to reach e before its first write there; the first communicating
@@ -70,6 +72,11 @@ PEERS = 8
 
 def control_words(world_size: int) -> int:
     """Length of the control block for world_size ranks."""
+    return landed_words(world_size) + world_size
+
+
+def landed_words(world_size: int) -> int:
+    """Offset of the LANDED counters (one per rank) in the control block."""
     return PEERS + 2 * world_size
 
 

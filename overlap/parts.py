@@ -41,6 +41,7 @@ from streamk_pgas.overlap.kernels import (
     ce_finish_kernel,
     ce_start_kernel,
     comm_kernel,
+    landed_words,
     overlap_kernel,
 )
 from streamk_pgas.spec import Target
@@ -123,7 +124,8 @@ class Parts:
         move = Move(src, src.stride(0), src.stride(1), dst, dst.stride(0), dst.stride(1), bufs.ready, cfg.m,
                     gemm.plan.N, n_cols, gemm.plan.dp_tiles if cfg.sk_first else 0,
                     ticket_span(bufs.tiles, self.world if alg.owns_tiles else 1, gemm.plan.BLK_M // cfg.comm_tile_m,
-                                self.movers))
+                                self.movers),
+                    bufs.ctrl[landed_words(self.world):])
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
                            READY_SOURCES=alg.ready_sources(self.world) if wait_ready else 0,
                            CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles,

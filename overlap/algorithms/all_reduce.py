@@ -9,10 +9,10 @@ plain loads and stores:
 - The owner's communication programs wait for all W words of an owned tile, load the tile from every rank's
   partial together, add them in rank order (fp32), and store the sum into every rank's C (its own last).
 
-- After each ticket of a tile (its pieces stored into every rank's C), the owner adds the ticket's pieces to the
-  tile's landing count on every peer (release, system scope): READY[owner, t] there, a word the peer does not use
-  otherwise (it reads the ready words of its own tiles only). A rank's step ends once every tile it does not own
-  has all its pieces counted (overlap.communication.comm_loop.wait_landed, in the step's last program).
+- Each communication program of the owner, once it has no ticket left, adds the pieces it stored to its rank's
+  landing count on every peer (one system-scope release a program). A rank's step ends once every peer's count
+  holds all the pieces of the peer's tiles (overlap.communication.comm_loop.wait_landed, in the step's last
+  program).
 
 Each rank moves 2(W-1)/W of |C| over its links (reads of (W-1)/W, writes of (W-1)/W), the bandwidth-optimal
 all-reduce's bytes, and C is the same bits on every rank and in every run. SRC is the partial, DST C (on the

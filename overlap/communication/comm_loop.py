@@ -25,14 +25,12 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from streamk_pgas.iris_ops.context import now, wait_or_record, wait_words_or_record
+from streamk_pgas.iris_ops.context import now, wait_or_record
 from streamk_pgas.iris_ops.device import ERR_LANDED, ERR_TILE_READY, notify_add_ranks, translate
 from streamk_pgas.stream_k.tiles import tile_coords
 
 _ERR_TILE: tl.constexpr = tl.constexpr(ERR_TILE_READY)
 _ERR_LANDED: tl.constexpr = tl.constexpr(ERR_LANDED)
-# tiles whose landing counts the step's last program polls at once (one load's latency a poll)
-_LAND_LANES: tl.constexpr = tl.constexpr(1024)
 
 
 @triton.jit
@@ -68,9 +66,6 @@ def _move_pieces(tile_id, sm0, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl
             if end == held:
                 tl.store(row + 3, now(CTX))
                 tl.store(row + 4, trace_pid.to(tl.int64))
-    if MOVE_FLAGS.LANDS:  # count the ticket's pieces (those past M too) on every peer whose C they went into
-        notify_add_ranks(MOVE.READY + CTX.cur_rank * n_tiles + tile_id, MOVE.span, CTX.cur_rank, CTX.heap_bases,
-                         CTX.world_size, 1)
 
 
 @triton.jit
@@ -125,12 +120,14 @@ def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.con
     groups = PIECES // MOVE.span  # tickets per tile
     n_tiles = tl.cdiv(MOVE.M, BLK_M) * tl.cdiv(MOVE.N, BLK_N)
     n_mine, first = _my_tiles(n_tiles, MOVE.claim_rotate, CTX.cur_rank, CTX.world_size, MOVE_FLAGS.OWNED)
+    tickets = 0
     if not MOVE_FLAGS.CLAIM_TILES:
         for ticket in range(pid, n_mine * groups, num_programs):
             tile_id = _tile_of(ticket // groups, n_tiles, n_mine, first, MOVE.claim_rotate, CTX.cur_rank,
                                CTX.world_size, MOVE_FLAGS.OWNED)
             _move_pieces(tile_id, (ticket % groups) * MOVE.span, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e,
                          COMM_TRACE, CTX, BLK_M, BLK_N, GSIZE_M)
+            tickets += 1
     else:
         ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
         while ticket < n_mine * groups:
@@ -138,26 +135,29 @@ def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.con
                                CTX.world_size, MOVE_FLAGS.OWNED)
             _move_pieces(tile_id, (ticket % groups) * MOVE.span, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e,
                          COMM_TRACE, CTX, BLK_M, BLK_N, GSIZE_M)
+            tickets += 1
             ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
+    if MOVE_FLAGS.LANDS:  # every piece this program stored into the peers' C (those past M too), counted there
+        if tickets > 0:
+            notify_add_ranks(MOVE.LANDED + CTX.cur_rank, tickets * MOVE.span, CTX.cur_rank, CTX.heap_bases,
+                             CTX.world_size, 1)
 
 
 @triton.jit
 def wait_landed(MOVE, MOVE_FLAGS, CTX, BLK_M: tl.constexpr, BLK_N: tl.constexpr):
     """Wait until every tile that another rank owns has landed in this rank's C, and clear the counts for the next
-    step. The owner o of tile t counts each ticket's pieces on this rank in READY[o, t] (MoveFlags.LANDS), a word
-    this rank does not use otherwise: it counts the ready words of its own tiles only. A tile has landed once its
-    count reaches BLK_M / CTM, its pieces. No peer adds to a count of the next step before this rank has arrived
-    at it (the owners wait for every rank's arrival before their first store), so clearing here cannot lose one."""
+    step. Each of owner o's programs adds the pieces it stored into this rank's C to LANDED[o] here once it has no
+    ticket left (MoveFlags.LANDS: one system-scope release a program); o's tiles have all landed once LANDED[o]
+    reaches their pieces, BLK_M / CTM a tile. No peer adds to a count of the next step before this rank has
+    arrived at it (the owners wait for every rank's arrival before their first store), so clearing here cannot
+    lose one."""
     PIECES: tl.constexpr = BLK_M // MOVE_FLAGS.CTM
     n_tiles = tl.cdiv(MOVE.M, BLK_M) * tl.cdiv(MOVE.N, BLK_N)
-    lanes = tl.arange(0, _LAND_LANES)
-    for start in range(0, n_tiles, _LAND_LANES):
-        t = start + lanes
-        owner = owner_of(t, CTX.world_size)
-        mask = (t < n_tiles) & (owner != CTX.cur_rank)
-        words = MOVE.READY + owner * n_tiles + t
-        wait_words_or_record(CTX, words, mask, PIECES, _ERR_LANDED.value, start, "sys")
-        tl.store(words, tl.zeros((_LAND_LANES,), tl.int32), mask=mask)
+    for i in range(1, CTX.world_size):
+        o = (CTX.cur_rank + i) % CTX.world_size
+        owned = (n_tiles - o + CTX.world_size - 1) // CTX.world_size
+        wait_or_record(CTX, MOVE.LANDED + o, owned * PIECES, _ERR_LANDED.value, o, "sys")
+        tl.store(MOVE.LANDED + o, 0)
 
 
 @triton.jit
