@@ -31,7 +31,7 @@ NP=2 COMM_TIMEOUT=80 SHOW=6 comm_bench comm_w2 --sizes 65536,1048576,16777216 --
 cell() {  # cell NP SHAPE
   NP=$1 TAG=w$1 ALGORITHMS=all_reduce,one_shot MODES=auto,fused,fused_sequential ITERS=20 WARMUP=5 \
     OVERLAP_TIMEOUT=100 BENCH_ARGS="--timeout_s 5" SHOW=10 overlap $2
-  NP=$1 COLLECTIVE=all_reduce REF_TAG=reference_w$1 REF_TIMEOUT=100 ITERS=20 WARMUP=5 reference $2
+  NP=$1 COLLECTIVE=one_shot REF_TAG=reference_w$1 REF_TIMEOUT=100 ITERS=20 WARMUP=5 reference $2
 }
 for s in ${W4_SHAPES:-}; do cell 4 $s; done
 for s in ${W2_SHAPES:-}; do cell 2 $s; done
