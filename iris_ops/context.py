@@ -65,4 +65,3 @@ def wait_range_or_record(CTX, ptr, n, value, kind, tile_id, scope: tl.constexpr)
     """wait_or_record on the n consecutive words ptr[0 .. n - 1] at once (iris_ops.device.wait_range_or_error)."""
     if not wait_range_or_error(ptr, n, value, CTX.max_spins, CTX.ERRORS, scope):
         record_error_all(CTX.ERRORS, kind, tile_id, CTX.cur_rank, CTX.heap_bases, CTX.world_size)
-

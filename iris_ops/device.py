@@ -266,23 +266,6 @@ def notify_ranks(flag_ptr, value, cur_rank, heap_bases, world_size, FIRST: tl.co
 
 
 @triton.jit
-def notify_add_ranks(counter_ptr, inc, cur_rank, heap_bases, world_size, FIRST: tl.constexpr):
-    """Add `inc` to the counter of ranks (cur_rank + i) % world_size for i = FIRST .. world_size - 1 with release
-    semantics at system scope (notify_ranks' ordering: everything this program stored before the call is visible to a
-    reader that sees the sum). NVIDIA: one system-scope fence, then relaxed adds; elsewhere a release add per rank."""
-    tl.debug_barrier()
-    if _ARCH == 1:
-        fence_sys()
-        for i in range(FIRST, world_size):
-            ptr = translate(counter_ptr, cur_rank, (cur_rank + i) % world_size, heap_bases)
-            tl.atomic_add(ptr, inc, sem="relaxed", scope="sys")
-    else:
-        for i in range(FIRST, world_size):
-            ptr = translate(counter_ptr, cur_rank, (cur_rank + i) % world_size, heap_bases)
-            tl.atomic_add(ptr, inc, sem="release", scope="sys")
-
-
-@triton.jit
 def count_release(counter_ptr, SYS: tl.constexpr):
     """Add 1 to a counter in this GPU's memory (acquire and release) and return its old value. SYS: the program
     also wrote to peers, and those writes are released with it at system scope (NVIDIA: one system-scope fence,
@@ -471,13 +454,11 @@ ERR_STREAMK_FIXUP = 1  # a Stream-K tile owner timed out waiting for another pro
 ERR_TILE_READY = 2  # a communication tile timed out waiting for a GEMM tile-ready flag
 ERR_PEER_READY = 3  # a communication tile timed out waiting for a peer's flag
 ERR_A_ROWS = 4  # a GEMM tile timed out waiting for rows of A gathered from a peer (all_gather_gemm)
-ERR_LANDED = 5  # a step timed out waiting for the peers' stores into this rank's C to land (all_reduce)
 _ERROR_TEXT = {
     ERR_STREAMK_FIXUP: "Stream-K fix-up timed out waiting for a partial tile from another program",
     ERR_TILE_READY: "communication timed out waiting for the GEMM to mark a tile ready",
     ERR_PEER_READY: "communication timed out waiting for a peer rank's tile flag",
     ERR_A_ROWS: "the GEMM timed out waiting for rows of A from a peer (all-gather)",
-    ERR_LANDED: "the step timed out waiting for a peer's tiles to land in this rank's C",
 }
 
 

@@ -56,7 +56,6 @@ class Move(NamedTuple):
     # masks keep whole vectors (both buffers hold those columns; nothing reads the padding)
     claim_rotate: int  # ticket t is tile (t + claim_rotate) % tiles: the order the GEMM completes them in
     span: int  # pieces (CTM rows) of a tile one ticket moves: the whole tile, or 1 where tiles are few
-    LANDED: Any  # int32 [W] on the heap: pieces of each rank's tiles landed here this step (MoveFlags.LANDS)
 
 
 class MoveFlags(NamedTuple):
@@ -66,8 +65,6 @@ class MoveFlags(NamedTuple):
     CTN: Any
     CLAIM_TILES: Any  # tiles are claimed with tickets (programs may join late), else taken statically
     OWNED: Any  # tile t is moved by rank t % W alone (overlap.communication.comm_loop)
-    LANDS: Any  # each move into a peer's C is counted there, and the step's last program waits for the counts
-    #           of every tile moved into this rank's C (overlap.communication.comm_loop.wait_landed)
 
 
 class Gather(NamedTuple):

@@ -28,18 +28,14 @@ on the heap:
     CTRL[FINISHED]       programs of this step that have finished
     CTRL[PEERS + p]      ARRIVED: the last step for which rank p's C may receive writes (p writes it)
     CTRL[PEERS + W + p]  DONE: the last step whose communication rank p has finished (p writes it)
-    CTRL[LANDED + p]     pieces of rank p's tiles that have landed in this rank's C this step (MoveFlags.LANDS;
-                         p adds, this rank's last program waits and clears); LANDED = PEERS + 2W
 
 - Arrival: an algorithm that writes into the peers' buffers (all_reduce's sums, all_scatter's tiles)
   waits for each peer's ARRIVED word to reach e before its first write there; the first communicating
   program of each rank releases ARRIVED = e on every rank as it starts. A peer's next step therefore
   never writes into C before this rank's stream has reached that step, whatever runs between two steps.
 - Finish: every program of every kernel of the step counts itself on CTRL[FINISHED] as it exits,
-  with release semantics (system scope when it wrote to peers and the barrier follows). Where the peers' moves into
-  this rank's C are counted here (MoveFlags.LANDS: all_reduce), the last of the step's `step_programs` programs
-  first waits for every such tile to land (overlap.communication.comm_loop.wait_landed). The last program
-  (PEER_SYNC: where the step needs the barrier, overlap.parts.Parts.end_barrier; one_shot, all_reduce
+  with release semantics (system scope when it wrote to peers and the barrier follows). The last of the step's
+  `step_programs` programs (PEER_SYNC: where the step needs the barrier, overlap.parts.Parts.end_barrier; one_shot
   and all_gather_gemm do not) writes DONE = e on every peer, waits until every
   peer's DONE word reaches e (every peer's contribution to this rank's C has landed, and every peer has finished
   reading this rank's buffers), resets CLAIM and FINISHED, and only then advances
@@ -60,7 +56,7 @@ import triton.language as tl
 from streamk_pgas.iris_ops.context import wait_or_record
 from streamk_pgas.iris_ops.device import ERR_PEER_READY, count_release, notify_ranks
 from streamk_pgas.overlap.algorithms.all_gather_gemm import gather_program
-from streamk_pgas.overlap.communication.comm_loop import comm_program, wait_landed
+from streamk_pgas.overlap.communication.comm_loop import comm_program
 from streamk_pgas.stream_k.kernel import streamk_program
 from streamk_pgas.stream_k.kernel_args import AWait
 
@@ -72,11 +68,6 @@ PEERS = 8
 
 def control_words(world_size: int) -> int:
     """Length of the control block for world_size ranks."""
-    return landed_words(world_size) + world_size
-
-
-def landed_words(world_size: int) -> int:
-    """Offset of the LANDED counters (one per rank) in the control block."""
     return PEERS + 2 * world_size
 
 
@@ -118,20 +109,14 @@ def _start_comm(c, STEP, STEP_FLAGS, e, CTX):
 
 
 @triton.jit
-def _finish(CTRL, e, step_programs, CTX, PEER_SYNC: tl.constexpr, SYS: tl.constexpr, MOVE=None, MOVE_FLAGS=None,
-            BLK_M: tl.constexpr = 0, BLK_N: tl.constexpr = 0):
-    """Count this program finished; the step's last program closes the step (see the module docstring). MOVE,
-    MOVE_FLAGS, BLK_M, BLK_N: the kernel's tiles, where the last program waits for the peers' tiles to land
-    (MoveFlags.LANDS)."""
+def _finish(CTRL, e, step_programs, CTX, PEER_SYNC: tl.constexpr, SYS: tl.constexpr):
+    """Count this program finished; the step's last program closes the step (see the module docstring)."""
     tl.debug_barrier()
     if PEER_SYNC:  # SYS: its writes to peers are covered by the DONE release below
         n = count_release(CTRL + _FINISHED, SYS)
     else:  # no DONE follows: only this GPU reads the count
         n = count_release(CTRL + _FINISHED, False)
     if n == step_programs - 1:
-        if MOVE is not None:
-            if MOVE_FLAGS.LANDS:
-                wait_landed(MOVE, MOVE_FLAGS, CTX, BLK_M, BLK_N)
         if PEER_SYNC:
             notify_ranks(CTRL + _PEERS + CTX.world_size + CTX.cur_rank, e, CTX.cur_rank, CTX.heap_bases,
                          CTX.world_size, 1)
@@ -195,8 +180,7 @@ def overlap_kernel(
                 _wait_arrived(CTRL, e, CTX)
             comm_program(pid, gemm_programs, pid, MOVE, MOVE_FLAGS, TILE_FN, e, CTRL + _CLAIM, COMM_TRACE, CTX, BLK_M,
                          TILING.BLK_N, TILING.GSIZE_M)
-        _finish(CTRL, e, STEP.step_programs, CTX, STEP_FLAGS.PEER_SYNC, STEP_FLAGS.GEMM_SYS, MOVE, MOVE_FLAGS, BLK_M,
-                TILING.BLK_N)
+        _finish(CTRL, e, STEP.step_programs, CTX, STEP_FLAGS.PEER_SYNC, STEP_FLAGS.GEMM_SYS)
     elif STEP_FLAGS.COMM:
         c = pid - gemm_programs
         if GATHER is not None:
@@ -204,7 +188,7 @@ def overlap_kernel(
         _start_comm(c, STEP, STEP_FLAGS, e, CTX)
         _communicate(c, comm_programs, pid, STEP, MOVE, MOVE_FLAGS, TILE_FN, GATHER, e, COMM_TRACE, CTX, BLK_M,
                      TILING.BLK_N, TILING.GSIZE_M)
-        _finish(CTRL, e, STEP.step_programs, CTX, STEP_FLAGS.PEER_SYNC, True, MOVE, MOVE_FLAGS, BLK_M, TILING.BLK_N)
+        _finish(CTRL, e, STEP.step_programs, CTX, STEP_FLAGS.PEER_SYNC, True)
 
 
 @triton.jit
@@ -216,7 +200,7 @@ def comm_kernel(CTX, BLK_M: tl.constexpr, BLK_N: tl.constexpr, GSIZE_M: tl.const
     _start_comm(pid, STEP, STEP_FLAGS, e, CTX)
     _communicate(pid, tl.num_programs(0), pid, STEP, MOVE, MOVE_FLAGS, TILE_FN, GATHER, e, COMM_TRACE, CTX, BLK_M,
                  BLK_N, GSIZE_M)
-    _finish(STEP.CTRL, e, STEP.step_programs, CTX, STEP_FLAGS.PEER_SYNC, True, MOVE, MOVE_FLAGS, BLK_M, BLK_N)
+    _finish(STEP.CTRL, e, STEP.step_programs, CTX, STEP_FLAGS.PEER_SYNC, True)
 
 
 @triton.jit

@@ -41,7 +41,6 @@ from streamk_pgas.overlap.kernels import (
     ce_finish_kernel,
     ce_start_kernel,
     comm_kernel,
-    landed_words,
     overlap_kernel,
 )
 from streamk_pgas.spec import Target
@@ -110,10 +109,10 @@ class Parts:
     def _step(self, step_programs: int, gemm_programs: int, comm_programs: int) -> Step:
         return Step(self.bufs.ctrl, step_programs, gemm_programs, comm_programs)
 
-    def _move(self, gemm: StreamKGemm, programs: int, claim: bool, wait_ready: bool, lands: bool = True
+    def _move(self, gemm: StreamKGemm, programs: int, claim: bool, wait_ready: bool
               ) -> tuple[Move | None, MoveFlags | None]:
         """What `programs` communication programs move after `gemm` (None for all_gather_gemm, which moves A's
-        rows). lands=False: a step that moves nothing (the GEMM timed alone) waits for no tile to land."""
+        rows)."""
         alg, cfg, bufs = self.alg, self.cfg, self.bufs
         if alg.tile_fn is None:
             return None, None
@@ -124,12 +123,10 @@ class Parts:
         move = Move(src, src.stride(0), src.stride(1), dst, dst.stride(0), dst.stride(1), bufs.ready, cfg.m,
                     gemm.plan.N, n_cols, gemm.plan.dp_tiles if cfg.sk_first else 0,
                     ticket_span(bufs.tiles, self.world if alg.owns_tiles else 1, gemm.plan.BLK_M // cfg.comm_tile_m,
-                                self.movers),
-                    bufs.ctrl[landed_words(self.world):])
+                                self.movers))
         flags = constexprs(MoveFlags, READY_SYS=alg.ready_from_every_rank,
                            READY_SOURCES=alg.ready_sources(self.world) if wait_ready else 0,
-                           CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles,
-                           LANDS=lands and alg.lands_counted and self.world > 1)
+                           CTM=cfg.comm_tile_m, CTN=cfg.comm_tile_n, CLAIM_TILES=claim, OWNED=alg.owns_tiles)
         return move, flags
 
     def _gather(self, a: torch.Tensor, *, in_comm: bool, in_gemm: bool, gemm_waits: bool,
@@ -179,11 +176,7 @@ class Parts:
         assert tiling["STRIDE_ALIGN"] == 1, "the op reads rows 16-element aligned (or through TMA)"
         args["CTX"] = self._context(gemm)  # the collective error words, world_size a compile-time constant
         comm = comm_programs > 0
-        # a kernel whose program may close a step where tiles land counted (bulk_sync's GEMM kernel too) gets the
-        # tiles, so that its last program can wait for them
-        lands = peer_sync and alg.lands_counted
-        move, move_flags = self._move(gemm, comm_programs, claim, True, lands) if (comm or join or lands) else (None,
-                                                                                                            None)
+        move, move_flags = self._move(gemm, comm_programs, claim, True) if (comm or join) else (None, None)
         gather = self._gather(a, in_comm=comm, in_gemm=gemm_gathers, gemm_waits=alg.gathers_a and wait_a,
                               segments=a_segments)
         # the GEMM's own epilogue (or its push of A's rows) writes into the peers' buffers

@@ -248,30 +248,23 @@ def test_op_planned_for_another_target_lists_its_launches_and_refuses_to_run() -
 
 
 def test_which_steps_end_without_the_peer_barrier() -> None:
-    """one_shot (no writes into peers' buffers, its partial in two planes), all_gather_gemm (every write into a
-    peer followed by a ready word the peer waits for) and all_reduce (every move into a peer counted there, the
-    step's last program waiting for the counts) end every kernel of their steps without the peer barrier, their
-    communication timed alone too; gemm_reduce_scatter and all_scatter, which write into their peers' C uncounted,
-    keep it in every mode (copy_engine's ce_finish included). all_reduce's every kernel that may close a step has
-    the tiles to wait for (bulk_sync's GEMM kernel too), the GEMM timed alone none. one_shot's partial takes one
-    more |C| of heap."""
+    """one_shot (no writes into peers' buffers, its partial in two planes) and all_gather_gemm (every write into a
+    peer followed by a ready word the peer waits for) end every kernel of their steps without the peer barrier, their
+    communication timed alone too; all_reduce, gemm_reduce_scatter and all_scatter, which write into their peers' C,
+    keep it in every mode (copy_engine's ce_finish included). one_shot's partial takes one more |C| of heap."""
     from streamk_pgas.overlap.listing import op_for
 
     h100 = spec.known_target("h100")
-    barrier = {"one_shot": False, "all_gather_gemm": False, "all_reduce": False, "gemm_reduce_scatter": True,
+    barrier = {"one_shot": False, "all_gather_gemm": False, "all_reduce": True, "gemm_reduce_scatter": True,
                "all_scatter": True}
     for alg, needed in barrier.items():
         for mode in spec.ALGORITHMS[alg].modes:
             op = op_for(alg, mode, 1024, 2048, 4096, "bf16", h100, world_size=4)
-            for kind in ("step", "comm_alone", "gemm_alone"):
+            for kind in ("step", "comm_alone"):
                 launches = op.launches(kind)
-                step_flags = [x for x in launches if "STEP_FLAGS" in x.args]
-                syncs = [bool(x.args["STEP_FLAGS"].PEER_SYNC) for x in step_flags]
+                syncs = [bool(x.args["STEP_FLAGS"].PEER_SYNC) for x in launches if "STEP_FLAGS" in x.args]
                 syncs += [bool(x.args["PEER_SYNC"]) for x in launches if x.name == "ce_finish_kernel"]
-                if kind != "gemm_alone":
-                    assert syncs and all(s is needed for s in syncs), (alg, mode, kind)
-                lands = [x.args["MOVE_FLAGS"] is not None and bool(x.args["MOVE_FLAGS"].LANDS) for x in step_flags]
-                assert all(land is (alg == "all_reduce" and kind != "gemm_alone") for land in lands), (alg, mode, kind)
+                assert syncs and all(s is needed for s in syncs), (alg, mode, kind)
     op = op_for("one_shot", "fused", 1024, 2048, 4096, "bf16", h100, world_size=4)
     assert len(op.buffers.partial_planes) == 2 and all(t.shape == (1024, 2048) for t in op.buffers.partial_planes)
     one = OverlapOp.heap_bytes("one_shot", 1024, 2048, 4096, "bf16", 4)

@@ -9,20 +9,10 @@ plain loads and stores:
 - The owner's communication programs wait for all W words of an owned tile, load the tile from every rank's
   partial together, add them in rank order (fp32), and store the sum into every rank's C (its own last).
 
-- Each communication program of the owner, once it has no ticket left, adds the pieces it stored to its rank's
-  landing count on every peer (one system-scope release a program). A rank's step ends once every peer's count
-  holds all the pieces of the peer's tiles (overlap.communication.comm_loop.wait_landed, in the step's last
-  program).
-
 Each rank moves 2(W-1)/W of |C| over its links (reads of (W-1)/W, writes of (W-1)/W), the bandwidth-optimal
 all-reduce's bytes, and C is the same bits on every rank and in every run. SRC is the partial, DST C (on the
 heap, written by the owners). In fused_sequential the GEMM programs reduce owned tiles once their GEMM work is
 done. Buffers: partial [M, N] (H), C [M, N] (H), READY [W, tiles] (H).
-
-No end-of-step barrier. A rank's C is final once its counts are in. Its partial is free for the next step's GEMM
-then too: a peer reads it only to sum a tile that the peer owns, and stores the sum into this rank's C, and counts
-it here, after those reads (the sum is made of them). The peers write into this rank's C and counts in the next step
-only after this rank's arrival at it (the owners wait for every rank's arrival before their first store).
 """
 
 from __future__ import annotations
@@ -70,7 +60,7 @@ def signal_owner_epilogue(acc, rm, rn, row0, M, N, C, stride_cm, stride_cn, tile
 
 RECORD = AlgorithmRecord(
     spec.ALGORITHMS["all_reduce"], reduce_to_all_tile, signal_owner_epilogue, None,
-    ready_from_every_rank=True, writes_peers=True, partial_buffer=True, owns_tiles=True, lands_counted=True,
+    ready_from_every_rank=True, writes_peers=True, partial_buffer=True, owns_tiles=True,
     comm_tile_rows=rows_for_loads_in_flight,
     # Its communication alone on 4 x H100 (tools.comm_bench, results/README.md): |C| of 64 MiB to 1 GiB at
     # 288-321 GB/s of bus bandwidth (= the bytes each rank moves over its links, its reads and stores, per second)

@@ -85,11 +85,6 @@ class AlgorithmRecord:
     # every write into a peer's buffer is followed by a ready word that the peer waits for before it reads what was
     # written (all_gather_gemm's rows of A): the peer's step is complete without the end-of-step barrier
     flags_every_write: bool = False
-    # every move into a peer's C is counted on the peer, whose step ends once the counts of every tile moved into it
-    # are in (overlap.communication.comm_loop.wait_landed), and every such move follows the mover's reads of that
-    # peer's partial for the tile (all_reduce's owners): the peer's C is final and its partial free without the
-    # end-of-step barrier
-    lands_counted: bool = False
 
     @property
     def name(self) -> str:
@@ -109,11 +104,8 @@ class AlgorithmRecord:
         """Whether a step ends with the peer barrier (overlap.kernels: PEER_SYNC): where it writes into the peers'
         buffers without a ready word they wait for (their C is final only once every write has landed), or where a
         peer may still read this rank's partial when the next step's GEMM overwrites it (one plane). one_shot (no
-        writes, two planes), all_gather_gemm (flagged writes, no partial) and all_reduce (counted moves, each after
-        the reads of the partial it sums) need none: their modules say why."""
-        told = self.flags_every_write or self.lands_counted
-        return (self.writes_peers and not told) or (self.partial_buffer and self.partial_planes < 2
-                                                    and not self.lands_counted)
+        writes, two planes) and all_gather_gemm (flagged writes, no partial) need none: their modules say why."""
+        return (self.writes_peers and not self.flags_every_write) or (self.partial_buffer and self.partial_planes < 2)
 
     def ready_sources(self, world: int) -> int:
         return world if self.ready_from_every_rank else 1

@@ -26,11 +26,10 @@ import triton
 import triton.language as tl
 
 from streamk_pgas.iris_ops.context import now, wait_or_record
-from streamk_pgas.iris_ops.device import ERR_LANDED, ERR_TILE_READY, notify_add_ranks, translate
+from streamk_pgas.iris_ops.device import ERR_TILE_READY, translate
 from streamk_pgas.stream_k.tiles import tile_coords
 
 _ERR_TILE: tl.constexpr = tl.constexpr(ERR_TILE_READY)
-_ERR_LANDED: tl.constexpr = tl.constexpr(ERR_LANDED)
 
 
 @triton.jit
@@ -120,14 +119,12 @@ def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.con
     groups = PIECES // MOVE.span  # tickets per tile
     n_tiles = tl.cdiv(MOVE.M, BLK_M) * tl.cdiv(MOVE.N, BLK_N)
     n_mine, first = _my_tiles(n_tiles, MOVE.claim_rotate, CTX.cur_rank, CTX.world_size, MOVE_FLAGS.OWNED)
-    tickets = 0
     if not MOVE_FLAGS.CLAIM_TILES:
         for ticket in range(pid, n_mine * groups, num_programs):
             tile_id = _tile_of(ticket // groups, n_tiles, n_mine, first, MOVE.claim_rotate, CTX.cur_rank,
                                CTX.world_size, MOVE_FLAGS.OWNED)
             _move_pieces(tile_id, (ticket % groups) * MOVE.span, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e,
                          COMM_TRACE, CTX, BLK_M, BLK_N, GSIZE_M)
-            tickets += 1
     else:
         ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
         while ticket < n_mine * groups:
@@ -135,29 +132,7 @@ def comm_program(pid, num_programs, trace_pid, MOVE, MOVE_FLAGS, TILE_FN: tl.con
                                CTX.world_size, MOVE_FLAGS.OWNED)
             _move_pieces(tile_id, (ticket % groups) * MOVE.span, n_tiles, trace_pid, MOVE, MOVE_FLAGS, TILE_FN, e,
                          COMM_TRACE, CTX, BLK_M, BLK_N, GSIZE_M)
-            tickets += 1
             ticket = tl.atomic_add(CLAIM, 1, sem="relaxed", scope="gpu")
-    if MOVE_FLAGS.LANDS:  # every piece this program stored into the peers' C (those past M too), counted there
-        if tickets > 0:
-            notify_add_ranks(MOVE.LANDED + CTX.cur_rank, tickets * MOVE.span, CTX.cur_rank, CTX.heap_bases,
-                             CTX.world_size, 1)
-
-
-@triton.jit
-def wait_landed(MOVE, MOVE_FLAGS, CTX, BLK_M: tl.constexpr, BLK_N: tl.constexpr):
-    """Wait until every tile that another rank owns has landed in this rank's C, and clear the counts for the next
-    step. Each of owner o's programs adds the pieces it stored into this rank's C to LANDED[o] here once it has no
-    ticket left (MoveFlags.LANDS: one system-scope release a program); o's tiles have all landed once LANDED[o]
-    reaches their pieces, BLK_M / CTM a tile. No peer adds to a count of the next step before this rank has
-    arrived at it (the owners wait for every rank's arrival before their first store), so clearing here cannot
-    lose one."""
-    PIECES: tl.constexpr = BLK_M // MOVE_FLAGS.CTM
-    n_tiles = tl.cdiv(MOVE.M, BLK_M) * tl.cdiv(MOVE.N, BLK_N)
-    for i in range(1, CTX.world_size):
-        o = (CTX.cur_rank + i) % CTX.world_size
-        owned = (n_tiles - o + CTX.world_size - 1) // CTX.world_size
-        wait_or_record(CTX, MOVE.LANDED + o, owned * PIECES, _ERR_LANDED.value, o, "sys")
-        tl.store(MOVE.LANDED + o, 0)
 
 
 @triton.jit
