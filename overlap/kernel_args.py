@@ -77,6 +77,8 @@ class Gather(NamedTuple):
     A_READY: Any  # int32 ready words of AG: one per (slot, row block, chunk of columns)
     a_rows: int  # rows per rank (M / W)
     K: int
+    k_cols: int  # columns a push may touch: K's row padded to a multiple of 16 (stream_k.layout.padded_cols) where
+    # both buffers' rows hold them, so its masks keep whole vectors (nothing reads the padding); else K
     chunk_cols: int  # columns of one arrival chunk (overlap.algorithms.all_gather_gemm.a_chunk_cols)
     segment_cols: int  # columns a GEMM work item reads between two waits (all_gather_gemm.a_segment_cols)
     # compile-time (tl.constexpr)

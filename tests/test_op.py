@@ -247,6 +247,27 @@ def test_op_planned_for_another_target_lists_its_launches_and_refuses_to_run() -
         OverlapOp.create(ListingHeap(2), "all_scatter", 64, 64, 64, "bf16", "copy_engine", target=mi300x)
 
 
+def test_the_push_of_a_keeps_whole_vectors_where_k_is_unaligned() -> None:
+    """all_gather_gemm's push of A's rows masks its columns at K padded (padded_cols) where both buffers' rows hold
+    them (the op's own A and the gathered A on the heap): a mask at K = 2500 kept the compiled push at one element a
+    load (232 registers on sm_90, 38 GB/s at 1000 x 3000 x 2500 on 4 x H200). A caller's A read in place with rows of
+    K + 4 elements (16-byte aligned: TMA reads it where it is) keeps the mask at K."""
+    from streamk_pgas.overlap.listing import op_for
+    from streamk_pgas.stream_k.layout import padded_cols
+
+    op = op_for("all_gather_gemm", "bulk_sync", 1000, 3000, 2500, "bf16", spec.known_target("h100"), world_size=4)
+
+    def k_cols(*inputs: torch.Tensor) -> set[int]:
+        return {x.args["GATHER"].k_cols for x in op.launches("step", *inputs) if x.args.get("GATHER") is not None}
+
+    padded = padded_cols(2500)
+    assert padded % 16 == 0 and op.buffers.a.stride(0) >= padded and k_cols() == {padded}
+    user_a = torch.zeros(250, 2504, dtype=torch.bfloat16)[:, :2500]
+    assert k_cols(user_a, op.buffers.b) == {2500}
+    assert op_for("all_gather_gemm", "bulk_sync", 1024, 2048, 4096, "bf16", spec.known_target("h100"),
+                  world_size=4).launches("step")[-1].args["GATHER"].k_cols == 4096
+
+
 def test_which_steps_end_without_the_peer_barrier() -> None:
     """one_shot (no writes into peers' buffers, its partial in two planes) and all_gather_gemm (every write into a
     peer followed by a ready word the peer waits for) end every kernel of their steps without the peer barrier, their

@@ -101,7 +101,7 @@ def gather_program(pid, num_programs, GATHER, e, CTX, BLK_M: tl.constexpr):
         rb = slot_lo // BLK_M + c
         lo = tl.maximum(rb * BLK_M, slot_lo)
         hi = tl.minimum(rb * BLK_M + BLK_M, slot_lo + a_rows)
-        k_hi = tl.minimum(K, kc * kc_cols + kc_cols)
+        k_hi = tl.minimum(GATHER.k_cols, kc * kc_cols + kc_cols)  # padded: whole vectors (Gather.k_cols)
         if lo < hi:
             for r0 in range(lo, hi, RM):  # in RM x KB blocks: few registers beside a GEMM program's
                 rows = r0 + tl.arange(0, RM)
