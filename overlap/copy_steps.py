@@ -49,6 +49,7 @@ from streamk_pgas.overlap.communication.copy_engine import (
     sum_slots_kernel,
 )
 from streamk_pgas.stream_k.launch import BoundLaunch
+from streamk_pgas.stream_k.layout import vector_cols
 
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A
 CE_PULL_ENV = "STREAMK_PGAS_CE_PULL"  # 1: all_gather_gemm's copy engines pull A's rows (0, the default: push)
@@ -317,6 +318,7 @@ def reduce_rows_post(c: torch.Tensor, partial: torch.Tensor, recv: torch.Tensor,
     own = partial[rank * a_rows:(rank + 1) * a_rows]
     assert c.stride(1) == own.stride(1) == recv.stride(2) == 1 and own.shape == c.shape == recv.shape[1:]
     bm, bn = SUM_BLOCK
+    n = vector_cols(n, c, own, recv[0])  # the padded columns where every row holds them: whole vectors
     args = {"C": c, "OWN": own, "RECV": recv, "rows": a_rows, "n": n, "stride_c": c.stride(0),
             "stride_own": own.stride(0), "stride_slot": recv.stride(0), "stride_recv": recv.stride(1), "rank": rank,
             "WORLD": world, "BLOCK_M": bm, "BLOCK_N": bn}

@@ -47,7 +47,7 @@ from streamk_pgas.spec import Target
 from streamk_pgas.stream_k import StreamKGemm, streamk_gemm_kernel
 from streamk_pgas.stream_k.kernel_args import unwrapped
 from streamk_pgas.stream_k.launch import BoundLaunch
-from streamk_pgas.stream_k.layout import padded_cols
+from streamk_pgas.stream_k.layout import padded_cols, vector_cols
 from streamk_pgas.stream_k.select import GemmChoice, choose_gemm
 
 
@@ -138,8 +138,7 @@ class Parts:
         chunk = a_chunk_cols(cfg.k)
         assert chunk % cfg.kernel.BLK_K == 0, f"A's arrival chunks ({chunk} columns) must be whole K blocks"
         segment = a_segment_cols(cfg.k)
-        # the padded columns where both rows hold them (a caller's A read in place may have rows of just K)
-        k_cols = padded_cols(cfg.k) if min(a.stride(0), bufs.ag.stride(0)) >= padded_cols(cfg.k) else cfg.k
+        k_cols = vector_cols(cfg.k, a, bufs.ag)  # a caller's A read in place may have rows of just K
         return Gather(a, a.stride(0), a.stride(1), bufs.ag, bufs.ag.stride(0), bufs.ag.stride(1), bufs.a_ready,
                       max(1, a.shape[0]), cfg.k, k_cols, chunk, segment, *(tl.constexpr(v) for v in (
                           min(cfg.kernel.BLK_M, 64), 256, in_comm, in_gemm, gemm_waits,

@@ -12,6 +12,13 @@ def padded_cols(cols: int) -> int:
     return cols if cols % 16 == 0 else -(-cols // 64) * 64
 
 
+def vector_cols(cols: int, *ts: torch.Tensor) -> int:
+    """The columns a masked copy between `ts` may touch so that its masks keep whole vectors: `cols` padded
+    (padded_cols) where every tensor's rows hold that many, else `cols`. Nothing may read the padding it writes."""
+    wide = padded_cols(cols)
+    return wide if all(t.stride(0) >= wide for t in ts) else cols
+
+
 def tma_rows(t: torch.Tensor) -> bool:
     """Whether a 2-D tensor's rows can be read or written by the copy engine (TMA): row-major, 16-byte aligned start
     and row stride (for bf16 / fp16: a row stride that is a multiple of 8 elements)."""

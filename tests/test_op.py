@@ -247,13 +247,13 @@ def test_op_planned_for_another_target_lists_its_launches_and_refuses_to_run() -
         OverlapOp.create(ListingHeap(2), "all_scatter", 64, 64, 64, "bf16", "copy_engine", target=mi300x)
 
 
-def test_the_push_of_a_keeps_whole_vectors_where_k_is_unaligned() -> None:
+def test_masked_copies_keep_whole_vectors_where_rows_are_unaligned() -> None:
     """all_gather_gemm's push of A's rows masks its columns at K padded (padded_cols) where both buffers' rows hold
     them (the op's own A and the gathered A on the heap): a mask at K = 2500 kept the compiled push at one element a
     load (232 registers on sm_90, 38 GB/s at 1000 x 3000 x 2500 on 4 x H200). A caller's A read in place with rows of
     K + 4 elements (16-byte aligned: TMA reads it where it is) keeps the mask at K."""
     from streamk_pgas.overlap.listing import op_for
-    from streamk_pgas.stream_k.layout import padded_cols
+    from streamk_pgas.stream_k.layout import padded_cols, vector_cols
 
     op = op_for("all_gather_gemm", "bulk_sync", 1000, 3000, 2500, "bf16", spec.known_target("h100"), world_size=4)
 
@@ -266,6 +266,12 @@ def test_the_push_of_a_keeps_whole_vectors_where_k_is_unaligned() -> None:
     assert k_cols(user_a, op.buffers.b) == {2500}
     assert op_for("all_gather_gemm", "bulk_sync", 1024, 2048, 4096, "bf16", spec.known_target("h100"),
                   world_size=4).launches("step")[-1].args["GATHER"].k_cols == 4096
+    # the same for gemm_reduce_scatter's sum after the copy engine's copies (N = 3000: 87 -> 46 registers on sm_90)
+    rs = op_for("gemm_reduce_scatter", "copy_engine", 1000, 3000, 2500, "bf16", spec.known_target("h100"),
+                world_size=4)
+    sums = [x for x in rs.launches("step") if x.name == "sum_slots_kernel"]
+    assert sums and all(x.args["n"] == padded_cols(3000) for x in sums)
+    assert vector_cols(3000, torch.zeros(2, 3000)) == 3000 and vector_cols(3000, torch.zeros(2, 3008)) == 3008
 
 
 def test_which_steps_end_without_the_peer_barrier() -> None:

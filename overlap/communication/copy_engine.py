@@ -73,7 +73,8 @@ def rank_order_slots(OWN, own_offs, RECV, stride_slot, recv_offs, mask, rank, WO
 def sum_slots_kernel(C, OWN, RECV, rows, n, stride_c, stride_own, stride_slot, stride_recv, rank,
                      WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """C = the rank-order sum of this rank's rows of its partial (OWN) and the other ranks' slots of RECV
-    (rank_order_slots), rounded once. One pass: W reads and one write of a rows x n block."""
+    (rank_order_slots), rounded once. One pass: W reads and one write of a rows x n block (n: the row padded where
+    every buffer holds it, so the masks keep whole vectors; overlap.copy_steps.reduce_rows_post)."""
     pid = tl.program_id(0)
     tiles_n = tl.cdiv(n, BLOCK_N)
     rm = (pid // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
