@@ -68,7 +68,7 @@ class OpBuffers:
     output; `gemm_out`: what the GEMM writes when there are peers (C, a column block of the heap's C, or the
     partial); the rest as overlap.algorithms and overlap.kernels describe them (None where unused)."""
 
-    a: torch.Tensor
+    a: torch.Tensor  # all_gather_gemm: slot 0 of `ag` (on the heap)
     b: torch.Tensor
     heap_c: torch.Tensor  # C's storage on the heap, or the wide C of unaligned all_scatter
     c: torch.Tensor
@@ -99,7 +99,10 @@ class OpBuffers:
             raise MemoryError(f"OverlapOp needs {need} B of symmetric heap per rank; {free} B are free")
         fam = alg.family
         (am, ak), (bk, bn) = fam.a_shape(m, k, world), fam.b_shape(k, n, world)
-        a = padded_zeros(am, ak, dtype, device)
+        # all_gather_gemm: the own A is slot 0 of the gathered A (rows 0 .. M/W - 1 on this rank), so a step on it
+        # copies nothing into slot 0 (overlap.copy_steps.own_in_place)
+        ag = shmem.zeros(m, padded_cols(k), dtype=dtype)[:, :k] if alg.gathers_a else None
+        a = ag[:am] if ag is not None else padded_zeros(am, ak, dtype, device)
         b = padded_zeros(bk, bn, dtype, device)
         rows, c_cols, block = c_layout(alg, m, n, world)
         local_n = bn
@@ -114,7 +117,6 @@ class OpBuffers:
         tiles = num_tiles(m, local_n, blk_m, blk_n)
         ready = shmem.zeros(tiles * alg.ready_sources(world), dtype=torch.int32)
         ctrl = shmem.zeros(control_words(world), dtype=torch.int32)
-        ag = shmem.zeros(m, padded_cols(k), dtype=dtype)[:, :k] if alg.gathers_a else None
         a_ready = shmem.zeros(a_ready_words(m, k, blk_m, world), dtype=torch.int32) if alg.gathers_a else None
         if fam.output == "cols":
             gemm_out = c

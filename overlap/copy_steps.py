@@ -158,6 +158,13 @@ def _gather_chunks(m: int, world: int, blk_m: int, slot: int) -> list[tuple[int,
     return out
 
 
+def own_in_place(a: torch.Tensor, ag: torch.Tensor, world: int) -> bool:
+    """Whether this rank's rows `a` are slot 0 of its gathered A already (the op's own A: overlap.buffers), so that
+    nothing copies them there."""
+    own = ag[:ag.shape[0] // world]
+    return a.data_ptr() == own.data_ptr() and a.stride() == own.stride() and a.shape == own.shape
+
+
 def _ready_words(a_ready: torch.Tensor, fill: torch.Tensor, slot: int, rb_a: int, rb_b: int, n_rb: int, n_kc: int,
                  peers: Peers, on: int) -> Copy2D:
     """The A_READY words of a chunk (every chunk of columns of its row blocks) on rank `on`, from FILL."""
@@ -174,11 +181,13 @@ def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill:
     m = ag.shape[0]
     a_rows, n_rb, n_kc = m // world, -(-m // blk_m), a_chunks(a.shape[1])
     ops: list[Op] = []
+    in_place = own_in_place(a, ag, world)
     for slot in range(world):
         dest = (peers.rank + world - slot) % world
         for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot):
             dst = ag[r0:r1]
-            ops.append(rows_copy(dst, a[r0 - slot * a_rows:r1 - slot * a_rows], peers.addr(dst, dest)))
+            if slot or not in_place:
+                ops.append(rows_copy(dst, a[r0 - slot * a_rows:r1 - slot * a_rows], peers.addr(dst, dest)))
             ops.append(_ready_words(a_ready, fill, slot, rb_a, rb_b, n_rb, n_kc, peers, dest))
     return ops
 
@@ -241,20 +250,22 @@ def gather_a_own_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, f
                      world: int) -> list[Op]:
     """all_gather_gemm in columns (gathers_a_in_columns), the main stream's part, queued after the step's start
     (ce_start, which writes FILL) and before the GEMM: this rank's rows `a` into slot 0 of its own gathered A in one
-    copy, then the A_READY words of slot 0's row blocks, every chunk, in one copy from FILL (the kinds of copy the
-    row chunks make). These copies stay within this GPU's memory, and ahead of the GEMM in stream order they need
-    nothing that the GEMM holds while it waits, and the copy stream beside the GEMM holds only copies to peers."""
+    copy (none where they are there: own_in_place), then the A_READY words of slot 0's row blocks, every chunk, in
+    one copy from FILL (the kinds of copy the row chunks make). These copies stay within this GPU's memory, and ahead
+    of the GEMM in stream order they need nothing that the GEMM holds while it waits, and the copy stream beside the
+    GEMM holds only copies to peers."""
     a_rows, n_kc = ag.shape[0] // world, a_chunks(a.shape[1])
     words = a_ready[:((a_rows - 1) // blk_m + 1) * n_kc]  # slot 0: row blocks 0 .. the last one its rows reach
     nbytes = 4 * words.numel()
     assert fill.numel() * 4 >= nbytes
-    return [rows_copy(ag[:a_rows], a), Copy2D(words.data_ptr(), nbytes, fill.data_ptr(), nbytes, nbytes, 1)]
+    rows = [] if own_in_place(a, ag, world) else [rows_copy(ag[:a_rows], a)]
+    return [*rows, Copy2D(words.data_ptr(), nbytes, fill.data_ptr(), nbytes, nbytes, 1)]
 
 
 def gather_own_rows(a: torch.Tensor, ag: torch.Tensor, world: int) -> list[Op]:
     """all_gather_gemm pulled (ce_pulls_a): this rank's rows into slot 0 of its own gathered A, queued before the
     step's start, whose arrival then tells every peer that they are there to be pulled."""
-    return [rows_copy(ag[:ag.shape[0] // world], a)]
+    return [] if own_in_place(a, ag, world) else [rows_copy(ag[:ag.shape[0] // world], a)]
 
 
 def gather_a_pull_ops(ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, k: int, blk_m: int, peers: Peers,

@@ -88,6 +88,7 @@ class Gather(NamedTuple):
     IN_GEMM: Any  # each GEMM program pushes its share of A's rows before computing (fused_sequential)
     GEMM_WAITS: Any  # GEMM programs wait for the rows of a tile's row block before reading them
     SEGMENTED: Any  # ... in wait segments of segment_cols columns, and pushes go chunk by chunk (K has several)
+    OWN_IN_PLACE: Any  # A_LOCAL is slot 0 of AG already: the own copy moves nothing, it only releases its words
 
 
 __all__ = ["Gather", "Move", "MoveFlags", "Step", "StepFlags", "constexprs"]

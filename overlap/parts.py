@@ -31,6 +31,7 @@ from streamk_pgas.overlap.copy_steps import (
     column_words_action,
     gather_a_own_ops,
     gathers_a_in_columns,
+    own_in_place,
     reduce_rows_post,
     schedule_ops,
     schedule_pre_ops,
@@ -144,7 +145,7 @@ class Parts:
                           min(cfg.kernel.BLK_M, 64), 256, in_comm, in_gemm, gemm_waits,
                           # not where the GEMM programs push first (fused_sequential: its kernel spills at world 8
                           # with the segments' loop)
-                          segments and not in_gemm and segment < cfg.k)))
+                          segments and not in_gemm and segment < cfg.k, own_in_place(a, bufs.ag, self.world))))
 
     def overlap(self, gemm: StreamKGemm, a: torch.Tensor, b: torch.Tensor, *, step_programs: int,
                 comm_programs: int = 0, join: bool = False, claim: bool = False, peer_sync: bool = True,

@@ -422,7 +422,8 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
     queues ce_start, then the own slot (its rows, its ready words: into this rank's buffers, from its rows of A and
     FILL) and the source of the peers' words, then the GEMM; every copy of the copy stream lands on a peer, each
     words copy one contiguous row. Without it the row chunks' step as before: ce_start alone ahead of the GEMM, the
-    own slot's chunks first on the copy stream."""
+    own slot's chunks first on the copy stream. On the op's own A, which is slot 0 already, the own slot's rows are
+    not copied (its words are); a caller's A is."""
     from streamk_pgas import spec
     from streamk_pgas.overlap.listing import op_for
     from streamk_pgas.overlap.step import StepLaunches
@@ -437,15 +438,20 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
     assert step.side_first and [name for name, _ in step.main] == ["gemm"]
     assert step.pre[0].name == "ce_start_kernel"
     copies = [op_ for op_ in step.side.ops if isinstance(op_, Copy2D)]
+    user_a = bufs.a.clone()
+    user_step: StepLaunches = op.mode.build(op.parts, "step", user_a, bufs.b)
+    user_copies = [op_ for op_ in user_step.side.ops if isinstance(op_, Copy2D)]
     if not columns:
         assert len(step.pre) == 1
-        assert _inside(copies[0].dst, bufs.ag)  # the own slot first, on the copy stream
+        assert _inside(copies[0].dst, bufs.a_ready)  # the own slot's words first (its rows are in place)
+        assert _inside(user_copies[0].dst, bufs.ag) and user_copies[0].src == user_a.data_ptr()  # a caller's rows
         return
     assert len(step.pre) == 3 and isinstance(step.pre[1], CopySchedule) and callable(step.pre[2])
-    rows, words = step.pre[1].ops
-    assert rows.dst == bufs.ag.data_ptr() and rows.src == bufs.a.data_ptr() and rows.rows == bufs.a.shape[0]
-    assert words.dst == bufs.a_ready.data_ptr() and words.src == bufs.fill.data_ptr()
-    assert not any(_inside(c.dst, bufs.ag, bufs.a_ready, bufs.fill, bufs.a) for c in copies)
+    (words,) = step.pre[1].ops  # the own A is slot 0: its words only
+    rows, user_words = user_step.pre[1].ops
+    assert rows.dst == bufs.ag.data_ptr() and rows.src == user_a.data_ptr() and rows.rows == bufs.a.shape[0]
+    assert words.dst == user_words.dst == bufs.a_ready.data_ptr() and words.src == bufs.fill.data_ptr()
+    assert not any(_inside(c.dst, bufs.ag, bufs.a_ready, bufs.fill) for c in copies)
     assert len(copies) == 2 * 3 * -(-9000 // a_segment_cols(9000))  # three peers' slots, rows + words a segment
     source = op.parts.column_words()[1]
     assert all(c.rows == 1 and _inside(c.src, source) for c in copies[1::2])  # the words: one contiguous row each

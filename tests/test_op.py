@@ -274,6 +274,30 @@ def test_masked_copies_keep_whole_vectors_where_rows_are_unaligned() -> None:
     assert vector_cols(3000, torch.zeros(2, 3000)) == 3000 and vector_cols(3000, torch.zeros(2, 3008)) == 3008
 
 
+def test_all_gather_gemm_keeps_its_own_a_in_slot_0() -> None:
+    """all_gather_gemm's own A is slot 0 of its gathered A, so a step on it copies nothing there: the pushing programs
+    only release slot 0's words (Gather.OWN_IN_PLACE), the copy engine only copies its words; a caller's A passed to
+    the call is copied into slot 0 as before."""
+    from streamk_pgas.overlap.copy_steps import gather_a_own_ops, own_in_place
+    from streamk_pgas.overlap.listing import op_for
+
+    h100 = spec.known_target("h100")
+    for mode in ("bulk_sync", "fused", "copy_engine"):
+        op = op_for("all_gather_gemm", mode, 1024, 2048, 8192, "bf16", h100, world_size=4)
+        bufs = op.buffers
+        assert bufs.ag is not None and bufs.a.data_ptr() == bufs.ag.data_ptr() and own_in_place(bufs.a, bufs.ag, 4)
+        gathers = [x.args["GATHER"] for x in op.launches("step") if x.args.get("GATHER") is not None]
+        assert mode == "copy_engine" or (gathers and all(bool(g.OWN_IN_PLACE) for g in gathers)), mode
+        user_a = bufs.a.clone()
+        assert not own_in_place(user_a, bufs.ag, 4)
+        assert all(not bool(g.OWN_IN_PLACE) for g in (x.args["GATHER"] for x in op.launches("step", user_a, bufs.b)
+                                                      if x.args.get("GATHER") is not None))
+    fill = torch.zeros(4096, dtype=torch.int32)
+    assert bufs.a_ready is not None
+    assert len(gather_a_own_ops(bufs.a, bufs.ag, bufs.a_ready, fill, 128, 4)) == 1  # the words only
+    assert len(gather_a_own_ops(user_a, bufs.ag, bufs.a_ready, fill, 128, 4)) == 2  # the rows, then the words
+
+
 def test_which_steps_end_without_the_peer_barrier() -> None:
     """one_shot (no writes into peers' buffers, its partial in two planes) and all_gather_gemm (every write into a
     peer followed by a ready word the peer waits for) end every kernel of their steps without the peer barrier, their

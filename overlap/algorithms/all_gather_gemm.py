@@ -103,7 +103,8 @@ def gather_program(pid, num_programs, GATHER, e, CTX, BLK_M: tl.constexpr):
         hi = tl.minimum(rb * BLK_M + BLK_M, slot_lo + a_rows)
         k_hi = tl.minimum(GATHER.k_cols, kc * kc_cols + kc_cols)  # padded: whole vectors (Gather.k_cols)
         if lo < hi:
-            for r0 in range(lo, hi, RM):  # in RM x KB blocks: few registers beside a GEMM program's
+            copies = (slot > 0) | (not GATHER.OWN_IN_PLACE)  # the own A may be slot 0 already: its words only
+            for r0 in range(lo, hi if copies else lo, RM):  # in RM x KB blocks: few registers beside a GEMM program's
                 rows = r0 + tl.arange(0, RM)
                 rmask = rows < hi
                 src_rows = tl.where(rmask, rows - slot_lo, 0)
