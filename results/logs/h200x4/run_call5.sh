@@ -1,9 +1,10 @@
 #!/bin/bash
-# 4 x H200 (the next call): all_gather_gemm's push at an unaligned K measured (AG_SHAPES in AG_MODES beside the
-# family's peers; OLD_AG_SHAPES: the tree before the fix, scratch/old, in the same call), then the W = 4 grid's cells
-# not yet run on this kind (W4_SHAPES: every algorithm in auto beside every peer); cells stop starting after
-# BUDGET_S seconds.
-# Usage: STREAMK_PGAS_COMMIT=<sha> AG_SHAPES="1000x3000x2500 16384x8192x8192" OLD_AG_SHAPES="1000x3000x2500" \
+# 4 x H200 (the next call): all_gather_gemm's push at an unaligned K and its own A in slot 0 measured (AG_SHAPES in
+# AG_MODES beside the family's peers; OLD_AG_SHAPES: the tree before both, scratch/old, in OLD_AG_MODES, in the same
+# call), then the W = 4 grid's cells not yet run on this kind (W4_SHAPES: every algorithm in auto beside every
+# peer); cells stop starting after BUDGET_S seconds.
+# Usage: STREAMK_PGAS_COMMIT=<sha> AG_SHAPES="1000x3000x2500 16384x8192x8192" \
+#        OLD_AG_SHAPES="1000x3000x2500 16384x8192x8192" \
 #        W4_SHAPES="4096x8192x28672 2048x4096x14336 8192x8192x8192" BUDGET_S=450 bash results/logs/h200x4/run_call5.sh
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -20,8 +21,8 @@ for s in ${AG_SHAPES:-}; do
 done
 for s in ${OLD_AG_SHAPES:-}; do
   if spent || [ ! -d scratch/old ]; then stamp "old tree: $s not run"; continue; fi
-  (cd scratch/old && NP=4 TAG=w4ag_old ALGORITHMS=all_gather_gemm MODES=bulk_sync,fused ITERS=20 WARMUP=5 \
-    OVERLAP_TIMEOUT=90 BENCH_ARGS="--timeout_s 5" SHOW=4 overlap $s)
+  (cd scratch/old && NP=4 TAG=w4ag_old ALGORITHMS=all_gather_gemm MODES=${OLD_AG_MODES:-bulk_sync,copy_engine} \
+    ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=90 BENCH_ARGS="--timeout_s 5" SHOW=4 overlap $s)
 done
 for s in ${W4_SHAPES:-}; do
   if spent; then stamp "budget spent: $s not run"; continue; fi
