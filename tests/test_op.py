@@ -249,8 +249,8 @@ def test_op_planned_for_another_target_lists_its_launches_and_refuses_to_run() -
 
 def test_masked_copies_keep_whole_vectors_where_rows_are_unaligned() -> None:
     """all_gather_gemm's push of A's rows masks its columns at K padded (padded_cols) where both buffers' rows hold
-    them (the op's own A and the gathered A on the heap): a mask at K = 2500 kept the compiled push at one element a
-    load (232 registers on sm_90, 38 GB/s at 1000 x 3000 x 2500 on 4 x H200). A caller's A read in place with rows of
+    them (the op's own A and the gathered A on the heap): a mask at an unaligned K (2500) makes the compiled push one
+    element a load (232 registers on sm_90 against 106 at the padded width). A caller's A read in place with rows of
     K + 4 elements (16-byte aligned: TMA reads it where it is) keeps the mask at K."""
     from streamk_pgas.overlap.listing import op_for
     from streamk_pgas.stream_k.layout import padded_cols, vector_cols
@@ -266,7 +266,8 @@ def test_masked_copies_keep_whole_vectors_where_rows_are_unaligned() -> None:
     assert k_cols(user_a, op.buffers.b) == {2500}
     assert op_for("all_gather_gemm", "bulk_sync", 1024, 2048, 4096, "bf16", spec.known_target("h100"),
                   world_size=4).launches("step")[-1].args["GATHER"].k_cols == 4096
-    # the same for gemm_reduce_scatter's sum after the copy engine's copies (N = 3000: 87 -> 46 registers on sm_90)
+    # the same for gemm_reduce_scatter's sum after the copy engine's copies (N = 3000: 46 registers on sm_90, 87 masked
+    # at N)
     rs = op_for("gemm_reduce_scatter", "copy_engine", 1000, 3000, 2500, "bf16", spec.known_target("h100"),
                 world_size=4)
     sums = [x for x in rs.launches("step") if x.name == "sum_slots_kernel"]
