@@ -72,6 +72,15 @@ def ce_a_columns_on() -> bool:
 COLUMNS_FROM_WORLD = 4  # the fewest ranks at which all_gather_gemm's copy engine pushes A in chunks of columns
 
 
+def own_slot_first(a: torch.Tensor, ag: torch.Tensor, k: int, world: int) -> bool:
+    """Whether all_gather_gemm's copy engine puts the own slot (slot 0) on the main stream after the step's start and
+    before the GEMM (gather_a_own_ops) instead of on the copy stream beside it: where A goes in chunks of columns,
+    and where the own rows are slot 0 already (own_in_place: only its ready words, released at once). The copy
+    stream then holds only copies to peers: a copy within this GPU's memory that the running GEMM waits for was
+    seen to stall the step at W = 2 (results/README.md)."""
+    return not ce_pulls_a() and (gathers_a_in_columns(k, world) or own_in_place(a, ag, world))
+
+
 def gathers_a_in_columns(k: int, world: int) -> bool:
     """Whether all_gather_gemm's copy_engine pushes each slot of A in chunks of columns (gather_a_column_ops) and its
     GEMM reads K in wait segments, at K = `k` on `world` ranks: where the rows are pushed (not ce_pulls_a), K has
@@ -177,17 +186,17 @@ def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill:
                  peers: Peers, world: int) -> list[Op]:
     """all_gather_gemm: this rank's rows `a` (M/W x K) into slot j of rank (rank - j)'s gathered A, in the order the
     GEMM reads the slots (slot 0, the own copy, first), chunk by chunk, each chunk followed by its A_READY words
-    (every chunk of columns of its row blocks: overlap.algorithms.all_gather_gemm; copied from FILL)."""
+    (every chunk of columns of its row blocks: overlap.algorithms.all_gather_gemm; copied from FILL). Where the own
+    rows are slot 0 already (own_in_place), slot 0 is not here: its words go on the main stream before the GEMM
+    (gather_a_own_ops, own_slot_first)."""
     m = ag.shape[0]
     a_rows, n_rb, n_kc = m // world, -(-m // blk_m), a_chunks(a.shape[1])
     ops: list[Op] = []
-    in_place = own_in_place(a, ag, world)
-    for slot in range(world):
+    for slot in range(1 if own_in_place(a, ag, world) else 0, world):
         dest = (peers.rank + world - slot) % world
         for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot):
             dst = ag[r0:r1]
-            if slot or not in_place:
-                ops.append(rows_copy(dst, a[r0 - slot * a_rows:r1 - slot * a_rows], peers.addr(dst, dest)))
+            ops.append(rows_copy(dst, a[r0 - slot * a_rows:r1 - slot * a_rows], peers.addr(dst, dest)))
             ops.append(_ready_words(a_ready, fill, slot, rb_a, rb_b, n_rb, n_kc, peers, dest))
     return ops
 

@@ -423,7 +423,8 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
     FILL) and the source of the peers' words, then the GEMM; every copy of the copy stream lands on a peer, each
     words copy one contiguous row. Without it the row chunks' step as before: ce_start alone ahead of the GEMM, the
     own slot's chunks first on the copy stream. On the op's own A, which is slot 0 already, the own slot's rows are
-    not copied (its words are); a caller's A is."""
+    not copied, and its words go on the main stream before the GEMM in either layout (copy_steps.own_slot_first):
+    the copy stream holds copies to peers only. A caller's A is copied."""
     from streamk_pgas import spec
     from streamk_pgas.overlap.listing import op_for
     from streamk_pgas.overlap.step import StepLaunches
@@ -442,9 +443,13 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
     user_step: StepLaunches = op.mode.build(op.parts, "step", user_a, bufs.b)
     user_copies = [op_ for op_ in user_step.side.ops if isinstance(op_, Copy2D)]
     if not columns:
-        assert len(step.pre) == 1
-        assert _inside(copies[0].dst, bufs.a_ready)  # the own slot's words first (its rows are in place)
-        assert _inside(user_copies[0].dst, bufs.ag) and user_copies[0].src == user_a.data_ptr()  # a caller's rows
+        assert len(step.pre) == 2 and isinstance(step.pre[1], CopySchedule)
+        (words,) = step.pre[1].ops  # the own slot's words, every chunk at once (its rows are in place)
+        assert words.dst == bufs.a_ready.data_ptr() and words.src == bufs.fill.data_ptr()
+        assert not any(_inside(c.dst, bufs.ag, bufs.a_ready, bufs.fill) for c in copies)  # peers only
+        assert len(user_step.pre) == 1  # a caller's rows: the own slot's chunks first on the copy stream
+        assert _inside(user_copies[0].dst, bufs.ag) and user_copies[0].src == user_a.data_ptr()
+        assert _inside(user_copies[1].dst, bufs.a_ready)
         return
     assert len(step.pre) == 3 and isinstance(step.pre[1], CopySchedule) and callable(step.pre[2])
     (words,) = step.pre[1].ops  # the own A is slot 0: its words only

@@ -218,7 +218,10 @@ def main() -> int:
     p.add_argument("--m", type=int, default=32)
     p.add_argument("--n", type=int, default=32)
     p.add_argument("--k", type=int, default=32)
+    p.add_argument("--heap_mib", type=int, default=16, help="symmetric heap per rank, MiB (large shapes need more)")
     args = p.parse_args()
+    if args.heap_mib < 1:
+        p.error(f"--heap_mib: a positive number of MiB, got {args.heap_mib}")
     if args.graph and not torch.cuda.is_available():
         p.error("--graph: CUDA graphs need a GPU")
     algorithms = [x for x in args.algorithms.split(",") if x]
@@ -230,7 +233,7 @@ def main() -> int:
         if x not in MODES:
             p.error(f"--modes: unknown mode {x!r}")
 
-    shmem = iris_ops.iris(1 << 24)
+    shmem = iris_ops.iris(args.heap_mib << 20)
     rank = shmem.get_rank()
     first = True
     combos = [(alg, mode) for alg in algorithms for mode in modes if spec.ALGORITHMS[alg].has_mode(mode)]
