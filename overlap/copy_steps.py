@@ -72,21 +72,12 @@ def ce_a_columns_on() -> bool:
 COLUMNS_FROM_WORLD = 4  # the fewest ranks at which all_gather_gemm's copy engine pushes A in chunks of columns
 
 
-def own_slot_first(a: torch.Tensor, ag: torch.Tensor, k: int, world: int) -> bool:
-    """Whether all_gather_gemm's copy engine puts the own slot (slot 0) on the main stream after the step's start and
-    before the GEMM (gather_a_own_ops) instead of on the copy stream beside it: where A goes in chunks of columns,
-    and where the own rows are slot 0 already (own_in_place: only its ready words, released at once). The copy
-    stream then holds only copies to peers: a copy within this GPU's memory that the running GEMM waits for was
-    seen to stall the step at W = 2 (results/README.md)."""
-    return not ce_pulls_a() and (gathers_a_in_columns(k, world) or own_in_place(a, ag, world))
-
-
 def gathers_a_in_columns(k: int, world: int) -> bool:
     """Whether all_gather_gemm's copy_engine pushes each slot of A in chunks of columns (gather_a_column_ops) and its
     GEMM reads K in wait segments, at K = `k` on `world` ranks: where the rows are pushed (not ce_pulls_a), K has
     several wait segments (with one, a tile waits for its whole K either way, and the row chunks let the first row
-    blocks start sooner) and there are COLUMNS_FROM_WORLD ranks or more (the own slot, 1/W of A, is copied before
-    the GEMM starts: at W = 2, half of A, it cost more than the columns saved; results/README.md), unless
+    blocks start sooner) and there are COLUMNS_FROM_WORLD ranks or more (at W = 2 the columns measured slower, when
+    only they copied the own slot, half of A, before the GEMM; results/README.md), unless
     STREAMK_PGAS_CE_A_COLUMNS=0. A bad value of either variable raises iris_ops.errors.ConfigError naming it."""
     return world >= COLUMNS_FROM_WORLD and ce_a_columns_on() and not ce_pulls_a() and a_segment_cols(k) < k
 
@@ -184,15 +175,14 @@ def _ready_words(a_ready: torch.Tensor, fill: torch.Tensor, slot: int, rb_a: int
 
 def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
                  peers: Peers, world: int) -> list[Op]:
-    """all_gather_gemm: this rank's rows `a` (M/W x K) into slot j of rank (rank - j)'s gathered A, in the order the
-    GEMM reads the slots (slot 0, the own copy, first), chunk by chunk, each chunk followed by its A_READY words
-    (every chunk of columns of its row blocks: overlap.algorithms.all_gather_gemm; copied from FILL). Where the own
-    rows are slot 0 already (own_in_place), slot 0 is not here: its words go on the main stream before the GEMM
-    (gather_a_own_ops, own_slot_first)."""
+    """all_gather_gemm, the copy stream's part: this rank's rows `a` (M/W x K) into slot j >= 1 of rank (rank - j)'s
+    gathered A, in the order the GEMM reads the slots, chunk by chunk, each chunk followed by its A_READY words
+    (every chunk of columns of its row blocks: overlap.algorithms.all_gather_gemm; copied from FILL). The own slot
+    goes on the main stream before the GEMM (gather_a_own_ops)."""
     m = ag.shape[0]
     a_rows, n_rb, n_kc = m // world, -(-m // blk_m), a_chunks(a.shape[1])
     ops: list[Op] = []
-    for slot in range(1 if own_in_place(a, ag, world) else 0, world):
+    for slot in range(1, world):
         dest = (peers.rank + world - slot) % world
         for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot):
             dst = ag[r0:r1]
@@ -257,12 +247,16 @@ def gather_a_column_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor
 
 def gather_a_own_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, blk_m: int,
                      world: int) -> list[Op]:
-    """all_gather_gemm in columns (gathers_a_in_columns), the main stream's part, queued after the step's start
-    (ce_start, which writes FILL) and before the GEMM: this rank's rows `a` into slot 0 of its own gathered A in one
-    copy (none where they are there: own_in_place), then the A_READY words of slot 0's row blocks, every chunk, in
-    one copy from FILL (the kinds of copy the row chunks make). These copies stay within this GPU's memory, and ahead
-    of the GEMM in stream order they need nothing that the GEMM holds while it waits, and the copy stream beside the
-    GEMM holds only copies to peers."""
+    """all_gather_gemm's own slot (slot 0), the main stream's part of every copy schedule of A, queued after the
+    step's start (ce_start, which writes FILL) and before the GEMM: this rank's rows `a` into slot 0 of its own
+    gathered A in one copy (none where they are there: own_in_place, or pulled: gather_own_rows), then the A_READY
+    words of slot 0's row blocks, every chunk, in one copy from FILL.
+
+    Every copy within this GPU's memory goes here, ahead of the GEMM in stream order, and the copy stream beside the
+    GEMM holds copies to peers only: a copy within one GPU may run on its SMs, which the persistent GEMM holds while
+    it waits for that copy. Queued beside the GEMM, the own slot's copies stalled the step until its wait gave up
+    (W = 2 on 4 x H200, 8192^3 and 16384 x 8192 x 8192, wherever the GEMM was launched before the copy stream's
+    first copy: results/README.md)."""
     a_rows, n_kc = ag.shape[0] // world, a_chunks(a.shape[1])
     words = a_ready[:((a_rows - 1) // blk_m + 1) * n_kc]  # slot 0: row blocks 0 .. the last one its rows reach
     nbytes = 4 * words.numel()
@@ -279,18 +273,19 @@ def gather_own_rows(a: torch.Tensor, ag: torch.Tensor, world: int) -> list[Op]:
 
 def gather_a_pull_ops(ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tensor, k: int, blk_m: int, peers: Peers,
                       world: int) -> list[Op]:
-    """all_gather_gemm pulled (ce_pulls_a): slot j of this rank's gathered A from slot 0 of rank (rank + j)'s (its own
-    rows, there since its step started: gather_own_rows), in the order the GEMM reads the slots, chunk by chunk,
-    each chunk followed by its A_READY words here (slot 0's first: its rows are there already)."""
+    """all_gather_gemm pulled (ce_pulls_a): slot j >= 1 of this rank's gathered A from slot 0 of rank (rank + j)'s
+    (its own rows, there since its step started: gather_own_rows), in the order the GEMM reads the slots, chunk by
+    chunk, each chunk followed by its A_READY words here. Those words are copies within this GPU beside the GEMM
+    (what gather_a_own_ops keeps off the copy stream for the own slot): one reason this schedule stays an
+    experiment."""
     m = ag.shape[0]
     a_rows, n_rb, n_kc = m // world, -(-m // blk_m), a_chunks(k)
     ops: list[Op] = []
-    for slot in range(world):
+    for slot in range(1, world):
         src_rank = (peers.rank + slot) % world
         for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot):
-            if slot:
-                src = ag[r0 - slot * a_rows:r1 - slot * a_rows]
-                ops.append(rows_copy(ag[r0:r1], src, src_addr=peers.addr(src, src_rank)))
+            src = ag[r0 - slot * a_rows:r1 - slot * a_rows]
+            ops.append(rows_copy(ag[r0:r1], src, src_addr=peers.addr(src, src_rank)))
             ops.append(_ready_words(a_ready, fill, slot, rb_a, rb_b, n_rb, n_kc, peers, peers.rank))
     return ops
 

@@ -32,7 +32,6 @@ from streamk_pgas.overlap.copy_steps import (
     gather_a_own_ops,
     gathers_a_in_columns,
     own_in_place,
-    own_slot_first,
     reduce_rows_post,
     schedule_ops,
     schedule_pre_ops,
@@ -266,15 +265,16 @@ class Parts:
         return [CopySchedule(ops, self.copy_engine())] if ops else []
 
     def copy_start(self, a: torch.Tensor) -> list[Any]:
-        """What the schedule needs on the main stream after the step's start (ce_start) and before its GEMM: for
-        all_gather_gemm's copy engine, the own slot and its ready words where they go there
-        (copy_steps.own_slot_first, gather_a_own_ops), and where A goes in chunks of columns the step's source of
-        the peers' ready words (column_words_action); nothing otherwise."""
-        bufs, kc = self.bufs, self.cfg.kernel
-        if self.alg.copy_schedule != "gather_a" or not own_slot_first(a, bufs.ag, self.cfg.k, self.world):
+        """What the schedule needs on the main stream after the step's start (ce_start) and before its GEMM:
+        all_gather_gemm's own slot and its ready words (copy_steps.gather_a_own_ops; pulled, its rows are there
+        already), and where A goes in chunks of columns the step's source of the peers' ready words
+        (column_words_action); nothing otherwise."""
+        if self.alg.copy_schedule != "gather_a":
             return []
+        bufs, kc = self.bufs, self.cfg.kernel
         assert bufs.ag is not None and bufs.a_ready is not None and bufs.fill is not None and kc is not None
-        own = [CopySchedule(gather_a_own_ops(a, bufs.ag, bufs.a_ready, bufs.fill, kc.BLK_M, self.world),
+        own_a = bufs.ag[:bufs.ag.shape[0] // self.world] if ce_pulls_a() else a
+        own = [CopySchedule(gather_a_own_ops(own_a, bufs.ag, bufs.a_ready, bufs.fill, kc.BLK_M, self.world),
                             self.copy_engine())]
         if not self.a_in_columns():
             return own

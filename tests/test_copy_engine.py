@@ -211,8 +211,8 @@ def test_gather_a_fills_every_slot_and_its_ready_words() -> None:
     n_rb = M // blk_m
     a_ready = h.tensor(1, world * n_rb, torch.int32)[0]
     fill = torch.full((n_rb,), 5, dtype=torch.int32)
-    ops = gather_a_ops(a, ag, a_ready, fill, blk_m, h.peers(rank), world)
-    run(ops)
+    run(gather_a_own_ops(a, ag, a_ready, fill, blk_m, world))  # the main stream's part, before the GEMM
+    run(gather_a_ops(a, ag, a_ready, fill, blk_m, h.peers(rank), world))
     assert torch.equal(ag[:12], a)  # slot 0 of this rank: its own rows
     assert torch.equal(h.on(ag, 1)[12:], a)  # slot 1 of rank 1: rank 0's rows
     # slot 0 covers row blocks 0, 1 (rows 0-11); slot 1 row blocks 1, 2 (rows 12-23)
@@ -233,6 +233,7 @@ def test_gather_a_pulled_fills_every_slot_and_its_ready_words_here() -> None:
     a_ready = h.tensor(1, world * n_rb, torch.int32)[0]
     fill = torch.full((n_rb,), 5, dtype=torch.int32)
     run(gather_own_rows(a, ag, world))
+    run(gather_a_own_ops(ag[:12], ag, a_ready, fill, blk_m, world))  # the own slot's words: its rows are there
     run(gather_a_pull_ops(ag, a_ready, fill, K, blk_m, h.peers(rank), world))
     assert torch.equal(ag[:12], a) and torch.equal(ag[12:], peer_rows)
     assert a_ready.tolist() == [5, 5, 0, 0, 5, 5]  # slot 0: row blocks 0, 1; slot 1: row blocks 1, 2
@@ -418,13 +419,10 @@ def _inside(addr: int, *tensors: torch.Tensor) -> bool:
 @pytest.mark.parametrize("columns", [True, False])
 def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in_columns(
         columns: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The op's step on rank 1 of 4 (built for an H100, not run). With STREAMK_PGAS_CE_A_COLUMNS=1: the main stream
-    queues ce_start, then the own slot (its rows, its ready words: into this rank's buffers, from its rows of A and
-    FILL) and the source of the peers' words, then the GEMM; every copy of the copy stream lands on a peer, each
-    words copy one contiguous row. Without it the row chunks' step as before: ce_start alone ahead of the GEMM, the
-    own slot's chunks first on the copy stream. On the op's own A, which is slot 0 already, the own slot's rows are
-    not copied, and its words go on the main stream before the GEMM in either layout (copy_steps.own_slot_first):
-    the copy stream holds copies to peers only. A caller's A is copied."""
+    """The op's step on rank 1 of 4 (built for an H100, not run). In either layout (STREAMK_PGAS_CE_A_COLUMNS=1:
+    columns) the main stream queues ce_start, then the own slot (its ready words from FILL; its rows too where the
+    A is a caller's: the op's own A is slot 0 already), then the GEMM; every copy of the copy stream lands on a peer.
+    In columns the source of the peers' words comes after the own slot, and each words copy is one contiguous row."""
     from streamk_pgas import spec
     from streamk_pgas.overlap.listing import op_for
     from streamk_pgas.overlap.step import StepLaunches
@@ -442,21 +440,18 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
     user_a = bufs.a.clone()
     user_step: StepLaunches = op.mode.build(op.parts, "step", user_a, bufs.b)
     user_copies = [op_ for op_ in user_step.side.ops if isinstance(op_, Copy2D)]
-    if not columns:
-        assert len(step.pre) == 2 and isinstance(step.pre[1], CopySchedule)
-        (words,) = step.pre[1].ops  # the own slot's words, every chunk at once (its rows are in place)
-        assert words.dst == bufs.a_ready.data_ptr() and words.src == bufs.fill.data_ptr()
-        assert not any(_inside(c.dst, bufs.ag, bufs.a_ready, bufs.fill) for c in copies)  # peers only
-        assert len(user_step.pre) == 1  # a caller's rows: the own slot's chunks first on the copy stream
-        assert _inside(user_copies[0].dst, bufs.ag) and user_copies[0].src == user_a.data_ptr()
-        assert _inside(user_copies[1].dst, bufs.a_ready)
-        return
-    assert len(step.pre) == 3 and isinstance(step.pre[1], CopySchedule) and callable(step.pre[2])
+    assert len(step.pre) == len(user_step.pre) == (3 if columns else 2)
+    assert isinstance(step.pre[1], CopySchedule) and isinstance(user_step.pre[1], CopySchedule)
     (words,) = step.pre[1].ops  # the own A is slot 0: its words only
     rows, user_words = user_step.pre[1].ops
     assert rows.dst == bufs.ag.data_ptr() and rows.src == user_a.data_ptr() and rows.rows == bufs.a.shape[0]
     assert words.dst == user_words.dst == bufs.a_ready.data_ptr() and words.src == bufs.fill.data_ptr()
-    assert not any(_inside(c.dst, bufs.ag, bufs.a_ready, bufs.fill) for c in copies)
+    for schedule in (copies, user_copies):  # copies to peers only
+        assert not any(_inside(c.dst, bufs.ag, bufs.a_ready, bufs.fill) for c in schedule)
+    if not columns:
+        assert len(copies) == 2 * 3  # three peers' slots of 64 rows, one chunk each: rows + words
+        return
+    assert callable(step.pre[2])
     assert len(copies) == 2 * 3 * -(-9000 // a_segment_cols(9000))  # three peers' slots, rows + words a segment
     source = op.parts.column_words()[1]
     assert all(c.rows == 1 and _inside(c.src, source) for c in copies[1::2])  # the words: one contiguous row each
