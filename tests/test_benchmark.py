@@ -56,6 +56,17 @@ def test_every_mode_validates(algorithm: str, nprocs: int, tmp_path: Path) -> No
             assert rank["partial"]["passed"] is True
 
 
+def test_cpu_defaults_validate_without_a_warning_at_three_ranks() -> None:
+    """No shape or datatype flag at a rank count that does not divide 64 (the defaults once refused there): the
+    CPU default problem validates and nothing warns (two ranks: tests/test_readme.py's launch line)."""
+    if on_gpu():
+        pytest.skip("the CPU backend's defaults")
+    result = run_mpi(3, BENCH, "--validate", timeout=300)
+    lines = result.stdout.rstrip().splitlines()
+    assert lines[-1].startswith("PASS: 1 of 1 run(s) validated on every rank"), result.stdout[-3000:]
+    assert "warning" not in result.stdout.lower(), result.stdout[-3000:]
+
+
 def test_sk_first_validates(tmp_path: Path) -> None:
     """--sk_first: the GEMM runs its Stream-K tiles first and the communication takes tiles in that order."""
     result = run_mpi(2, BENCH, "--algorithm", ",".join(ALGORITHMS), "--mode", "two_streams,fused",

@@ -30,8 +30,8 @@ overlap.parts.Parts.end_barrier.)
 Buffers: AG [M, K] (H), the gathered A, whose slot 0 is the op's own A (`op.a`: a step on it copies nothing into
 slot 0 and only releases its ready words; a caller's A is copied there, Gather.OWN_IN_PLACE); A_READY (H); C
 [M, N/W], this rank's columns, written by the GEMM; nothing moves C. copy_engine: A's rows copied into every rank's
-AG, each chunk (of rows, or of columns) followed by its ready words (overlap.copy_steps "gather_a"; in columns the
-own slot goes on the main stream before the GEMM).
+AG, each chunk (of rows, or of columns) followed by its ready words (overlap.copy_steps "gather_a"; the own slot
+goes on the main stream before the GEMM: copy_steps.gather_a_own_ops).
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ class CopyEngine(ModeSteps):
         gemm = parts.overlap(parts.gemm(T), a, b, step_programs=T + 1, traced=traced, counts=not alg.gathers_a,
                              a_segments=parts.a_in_columns())
         schedule = parts.copy_schedule(a, parts.ce_finish(T + 1))
-        # pre: ce_start, then what goes on the main stream before the GEMM (all_gather_gemm in columns: the own slot
-        # and the source of the peers' ready words)
+        # pre: ce_start, then what goes on the main stream before the GEMM (all_gather_gemm: the own slot; in
+        # columns also the source of the peers' ready words)
         step = StepLaunches("step", pre=[*parts.copy_pre(a), parts.ce_start(), *parts.copy_start(a)],
                             main=[("gemm", [gemm])],
                             side=schedule, side_name="copy", side_first=alg.gathers_a, post_name="add")
