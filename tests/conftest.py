@@ -36,7 +36,11 @@ def load_mpi_script(filename: str, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, MPI_DIR / filename)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(MPI_DIR))  # its imports of the scripts beside it resolve as when it runs
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(MPI_DIR))
     return module
 
 
