@@ -36,7 +36,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,33 +156,31 @@ def _split(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _ints(flag: str, text: str, allow_default: bool = False) -> list[Any]:
-    out: list[Any] = []
-    for t in _split(text):
-        if allow_default and t == "default":
-            out.append(None)
-            continue
-        if not t.isdigit() or int(t) < 1:
-            raise SweepError(f"{flag}: expected positive integers separated by commas, got {t!r}")
-        out.append(int(t))
+def _values(flag: str, text: str, parse: Callable[[str], Any], allow_default: bool) -> list[Any]:
+    """parse() of each comma-separated value (None for "default" where allowed); SweepError if there is none."""
+    out = [None if allow_default and t == "default" else parse(t) for t in _split(text)]
     if not out:
         raise SweepError(f"{flag}: give at least one value")
     return out
+
+
+def _ints(flag: str, text: str, allow_default: bool = False) -> list[Any]:
+    def parse(t: str) -> int:
+        if not t.isdigit() or int(t) < 1:
+            raise SweepError(f"{flag}: expected positive integers separated by commas, got {t!r}")
+        return int(t)
+
+    return _values(flag, text, parse, allow_default)
 
 
 def _triples(flag: str, text: str, allow_default: bool = False) -> list[Any]:
-    out: list[Any] = []
-    for t in _split(text):
-        if allow_default and t == "default":
-            out.append(None)
-            continue
+    def parse(t: str) -> tuple[int, ...]:
         parts = t.lower().split("x")
         if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
             raise SweepError(f"{flag}: expected AxBxC with positive integers (e.g. 8192x8192x8192), got {t!r}")
-        out.append(tuple(int(p) for p in parts))
-    if not out:
-        raise SweepError(f"{flag}: give at least one value")
-    return out
+        return tuple(int(p) for p in parts)
+
+    return _values(flag, text, parse, allow_default)
 
 
 def _choices(flag: str, text: str, valid: Iterable[str], allow_none: bool = False) -> list[str]:

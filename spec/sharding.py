@@ -21,6 +21,23 @@ from dataclasses import dataclass
 Slice = tuple[tuple[int, int], tuple[int, int]]  # ((row start, row stop), (column start, column stop))
 
 
+def part_shape(cut: str, rows: int, cols: int, world: int) -> tuple[int, int]:
+    """The shape of each rank's part of a rows x cols matrix cut `cut` over `world` ranks: "rows" (its rows / W
+    rows), "cols" (its cols / W columns), or not cut ("whole" for A and B, "full" for C)."""
+    shapes = {"whole": (rows, cols), "full": (rows, cols), "rows": (rows // world, cols), "cols": (rows, cols // world)}
+    return shapes[cut]
+
+
+def part_slice(cut: str, rank: int, rows: int, cols: int, world: int) -> Slice:
+    """Rank `rank`'s part of a rows x cols matrix cut `cut` over `world` ranks: the rank-th band of rows or columns."""
+    r, c = part_shape(cut, rows, cols, world)
+    if cut == "rows":
+        return (rank * r, (rank + 1) * r), (0, cols)
+    if cut == "cols":
+        return (0, rows), (rank * c, (rank + 1) * c)
+    return (0, rows), (0, cols)
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -48,45 +65,30 @@ class Family:
 
     # ---- each rank's shapes -----------------------------------------------------------------------------
     def a_shape(self, m: int, k: int, world: int) -> tuple[int, int]:
-        return {"whole": (m, k), "cols": (m, k // world), "rows": (m // world, k)}[self.a]
+        return part_shape(self.a, m, k, world)
 
     def b_shape(self, k: int, n: int, world: int) -> tuple[int, int]:
-        return {"whole": (k, n), "rows": (k // world, n), "cols": (k, n // world)}[self.b]
+        return part_shape(self.b, k, n, world)
 
     def gemm_shape(self, m: int, n: int, k: int, world: int) -> tuple[int, int, int]:
         """(M, N, K) of each rank's GEMM: A's rows are gathered first where A is row-sharded."""
         return m, self.b_shape(k, n, world)[1], self.b_shape(k, n, world)[0]
 
     def c_shape(self, m: int, n: int, world: int) -> tuple[int, int]:
-        return {"full": (m, n), "cols": (m, n // world), "rows": (m // world, n)}[self.output]
+        return part_shape(self.output, m, n, world)
 
     # ---- each rank's slices -----------------------------------------------------------------------------
     def a_slice(self, rank: int, m: int, k: int, world: int) -> Slice:
         """Rank `rank`'s part of the whole A."""
-        rows, cols = self.a_shape(m, k, world)
-        if self.a == "rows":
-            return (rank * rows, (rank + 1) * rows), (0, k)
-        if self.a == "cols":
-            return (0, m), (rank * cols, (rank + 1) * cols)
-        return (0, m), (0, k)
+        return part_slice(self.a, rank, m, k, world)
 
     def b_slice(self, rank: int, k: int, n: int, world: int) -> Slice:
         """Rank `rank`'s part of the whole B."""
-        rows, cols = self.b_shape(k, n, world)
-        if self.b == "rows":
-            return (rank * rows, (rank + 1) * rows), (0, n)
-        if self.b == "cols":
-            return (0, k), (rank * cols, (rank + 1) * cols)
-        return (0, k), (0, n)
+        return part_slice(self.b, rank, k, n, world)
 
     def c_slice(self, rank: int, m: int, n: int, world: int) -> Slice:
         """The part of the whole product A @ B that rank `rank`'s C holds."""
-        rows, cols = self.c_shape(m, n, world)
-        if self.output == "rows":
-            return (rank * rows, (rank + 1) * rows), (0, n)
-        if self.output == "cols":
-            return (0, m), (rank * cols, (rank + 1) * cols)
-        return (0, m), (0, n)
+        return part_slice(self.output, rank, m, n, world)
 
     # ---- bytes ------------------------------------------------------------------------------------------
     def payload_bytes(self, m: int, n: int, k: int, world: int, in_bytes: int, out_bytes: int) -> int:

@@ -11,6 +11,7 @@ rank per GPU. MPIRUN overrides the launcher (default: the mpirun next to this Py
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -20,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -27,6 +29,19 @@ from streamk_pgas.iris_ops.env import on_gpu  # the ranks run compiled kernels o
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MPI_DIR = Path(__file__).resolve().parent / "mpi"
+
+
+def load_mpi_script(filename: str, name: str) -> ModuleType:
+    """tests/mpi/`filename` loaded as module `name` without running its main (to read its list of cases / checks)."""
+    spec = importlib.util.spec_from_file_location(name, MPI_DIR / filename)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(MPI_DIR))  # its imports of the scripts beside it resolve as when it runs
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(MPI_DIR))
+    return module
 
 
 def max_ranks() -> int:

@@ -8,23 +8,14 @@ test here, so a failure names its operation, dtype and world size.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from typing import Any
 
 import pytest
-from conftest import MPI_DIR, on_gpu, run_mpi, skip_unless_ranks
+from conftest import MPI_DIR, load_mpi_script, on_gpu, run_mpi, skip_unless_ranks
 
-
-def _load_cases() -> Any:
-    spec = importlib.util.spec_from_file_location("iris_device_cases", MPI_DIR / "device_cases.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CASES: list[str] = _load_cases().CASES
+DEVICE_CASES = load_mpi_script("device_cases.py", "iris_device_cases")
+CASES: list[str] = DEVICE_CASES.CASES
 
 
 @pytest.fixture(
@@ -66,6 +57,6 @@ def test_interpreter_gaps_are_exactly_the_known_ones(device_results: dict[str, A
     """Only the documented interpreter gaps are skipped (e.g. bf16 atomic_add: 'Unsupported data type')."""
     skipped = {c for c, r in device_results["cases"].items() if r["status"] == "skip"}
     if not on_gpu():
-        assert skipped <= set(_load_cases().INTERPRETER_GAPS)
+        assert skipped <= set(DEVICE_CASES.INTERPRETER_GAPS)
     else:
         assert not skipped, f"cases skipped on the GPU: {sorted(skipped)}"

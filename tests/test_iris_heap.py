@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import MPI_DIR, on_gpu, run_mpi, skip_unless_ranks
+from conftest import MPI_DIR, load_mpi_script, on_gpu, run_mpi, skip_unless_ranks
 
 from streamk_pgas import iris_ops
 from streamk_pgas.iris_ops.backends import choose_backend
@@ -172,15 +171,7 @@ def test_backend_choice() -> None:
 # The same API on several ranks
 
 
-def _heap_checks() -> list[str]:
-    spec = importlib.util.spec_from_file_location("iris_heap_api", MPI_DIR / "heap_api.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return list(module.CHECKS)
-
-
-HEAP_CHECKS = _heap_checks()
+HEAP_CHECKS: list[str] = list(load_mpi_script("heap_api.py", "iris_heap_api").CHECKS)
 
 
 @pytest.fixture(scope="module", params=[2, pytest.param(4, marks=pytest.mark.slow)], ids=lambda n: f"np{n}")

@@ -12,7 +12,6 @@ for its import. Nothing may be left in the shared-memory folder afterwards.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
 import os
@@ -24,7 +23,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import MPI_DIR, REPO_ROOT, leftovers, on_gpu, run_mpi, shm_env, skip_unless_ranks
+from conftest import MPI_DIR, REPO_ROOT, leftovers, load_mpi_script, on_gpu, run_mpi, shm_env, skip_unless_ranks
 
 import iris_ops as iris  # the drop-in's name, as an Iris program imports it
 from streamk_pgas.iris_ops import heap
@@ -417,15 +416,10 @@ def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return data
 
 
-def _mpi_checks() -> list[str]:
-    spec = importlib.util.spec_from_file_location("iris_host_api_mpi", MPI_DIR / "iris_host_api.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return list(module.CHECKS)
+MPI_CHECKS: list[str] = list(load_mpi_script("iris_host_api.py", "iris_host_api_mpi").CHECKS)
 
 
-@pytest.mark.parametrize("check", _mpi_checks())
+@pytest.mark.parametrize("check", MPI_CHECKS)
 def test_host_api_on_two_ranks(two_ranks: dict[str, Any], check: str) -> None:
     res = two_ranks["checks"][check]
     assert res["ok"], "\n".join(res["errors"])

@@ -24,6 +24,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -181,28 +182,49 @@ def algorithm_mode_lists(args: argparse.Namespace) -> tuple[list[str], list[str]
     return algorithms, modes, None
 
 
+def add_algorithm_mode_flags(ap: argparse.ArgumentParser) -> None:
+    """--algorithms and --modes, comma-separated (default: every one), which algorithm_mode_lists reads."""
+    ap.add_argument("--algorithms", default=",".join(spec.ALGORITHMS))
+    ap.add_argument("--modes", default=",".join(spec.MODES))
+
+
+def parse_combination_args(ap: OneLineParser, argv: list[str] | None, tool: str,
+                           limits: Callable[[argparse.Namespace], str | None]
+                           ) -> tuple[argparse.Namespace, list[str], list[str]] | None:
+    """ap's flags, the --algorithms list and the --modes list; or None, after one line "<tool>: error: <what>" on
+    stderr (exit code 2), for a malformed flag, an unknown algorithm or mode, or what `limits` finds wrong in the
+    flags (one line, or None)."""
+    try:
+        args = ap.parse_args(argv)
+    except ConfigError as exc:
+        print(f"{tool}: error: {exc}", file=sys.stderr)
+        return None
+    algorithms, modes, problem = algorithm_mode_lists(args)
+    problem = problem or limits(args)
+    if problem:
+        print(f"{tool}: error: {problem}", file=sys.stderr)
+        return None
+    return args, algorithms, modes
+
+
+def _loop_limits(args: argparse.Namespace) -> str | None:
+    small = [name for name in ("calls", "loops") if getattr(args, name) < 1]
+    return f"--{small[0]}: must be >= 1, got {getattr(args, small[0])}" if small else None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python -m tools.op_overhead", description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", type=parse_shapes, default=list(SHAPES), help="MxNxK,... (default: the four above)")
     ap.add_argument("--datatype", default="bf16", choices=tuple(spec.DATATYPES))
-    ap.add_argument("--algorithms", default=",".join(spec.ALGORITHMS))
-    ap.add_argument("--modes", default=",".join(spec.MODES))
+    add_algorithm_mode_flags(ap)
     ap.add_argument("--calls", type=int, default=60, help="calls back to back per timed loop")
     ap.add_argument("--loops", type=int, default=3, help="timed loops per measure (their median is reported)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--output", default=None, help="JSON file for the rows (default: none)")
-    try:
-        args = ap.parse_args(argv)
-    except ConfigError as exc:
-        print(f"op_overhead: error: {exc}", file=sys.stderr)
+    parsed = parse_combination_args(ap, argv, "op_overhead", _loop_limits)
+    if parsed is None:
         return 2
-    algorithms, modes, problem = algorithm_mode_lists(args)
-    small = [name for name in ("calls", "loops") if getattr(args, name) < 1]
-    problem = problem or (
-        f"--{small[0]}: must be >= 1, got {getattr(args, small[0])}" if small else None)
-    if problem:
-        print(f"op_overhead: error: {problem}", file=sys.stderr)
-        return 2
+    args, algorithms, modes = parsed
     from streamk_pgas import iris_ops
     from streamk_pgas.overlap import OverlapOp
 

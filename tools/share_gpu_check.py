@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from streamk_pgas import spec
-from streamk_pgas.harness.checks import TOLERANCE, ConfigError, OneLineParser
-from streamk_pgas.tools.op_overhead import algorithm_mode_lists
+from streamk_pgas.harness.checks import TOLERANCE, OneLineParser
+from streamk_pgas.tools.op_overhead import add_algorithm_mode_flags, parse_combination_args
 
 
 def part(t: torch.Tensor, where: tuple[tuple[int, int], tuple[int, int]]) -> torch.Tensor:
@@ -127,19 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--shape", type=parse_shape, default=(4864, 4096, 8256) if gpu else (32, 32, 32))
     ap.add_argument("--datatype", default="bf16" if gpu else "fp32", choices=tuple(spec.DATATYPES))
-    ap.add_argument("--algorithms", default=",".join(spec.ALGORITHMS))
-    ap.add_argument("--modes", default=",".join(spec.MODES))
+    add_algorithm_mode_flags(ap)
     ap.add_argument("--seed", type=int, default=0)
-    try:
-        args = ap.parse_args(argv)
-    except ConfigError as exc:
-        print(f"share_gpu_check: error: {exc}", file=sys.stderr)
+    parsed = parse_combination_args(
+        ap, argv, "share_gpu_check", lambda a: f"--steps: must be >= 1, got {a.steps}" if a.steps < 1 else None)
+    if parsed is None:
         return 2
-    algorithms, modes, problem = algorithm_mode_lists(args)
-    problem = problem or (f"--steps: must be >= 1, got {args.steps}" if args.steps < 1 else None)
-    if problem:
-        print(f"share_gpu_check: error: {problem}", file=sys.stderr)
-        return 2
+    args, algorithms, modes = parsed
     from streamk_pgas import iris_ops
     from streamk_pgas.iris_ops.bootstrap import get_bootstrap
     from streamk_pgas.overlap import OverlapOp

@@ -3,6 +3,7 @@
 - `shm`: POSIX shared memory files, for the CPU and Triton's interpreter.
 - `cuda_ipc`: CUDA IPC handles through cuda-python (imported only when chosen).
 - `hip_ipc`: HIP IPC handles through hip-python (imported only when chosen).
+- `ipc`: what cuda_ipc and hip_ipc share (the IpcBackend base class they fill with their calls).
 - `torch_symm` (`symm`): torch's symmetric memory (torch.distributed._symmetric_memory), on the
   world process group, which it starts if nobody has (imported only when chosen; never automatic).
 

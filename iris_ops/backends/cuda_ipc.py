@@ -1,8 +1,5 @@
-"""NVIDIA backend: the heap is device memory shared through CUDA IPC handles (cuda-python).
-
-The heap is allocated by torch; its IPC handle names the whole driver allocation that holds it,
-so the handle travels with the heap's offset inside that allocation. A peer opens the handle
-(peer access enabled lazily) and adds the offset.
+"""NVIDIA backend: the heap is device memory shared through CUDA IPC handles (cuda-python): ipc.IpcBackend with
+the CUDA calls.
 """
 
 from __future__ import annotations
@@ -11,6 +8,7 @@ from typing import Any
 
 import torch
 
+from streamk_pgas.iris_ops.backends.ipc import IpcBackend, check
 from streamk_pgas.iris_ops.env import SHARE_GPU_ENV as SHARE_GPU_ENV  # benchmark.py names the variable in its error
 from streamk_pgas.iris_ops.env import share_gpu
 
@@ -30,14 +28,6 @@ def cuda_modules() -> tuple[Any, Any]:
     return driver, runtime
 
 
-def check(result: Any, what: str) -> Any:
-    """The value(s) of a cuda-python call's (error, value...) result; RuntimeError naming `what` on an error."""
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if int(err) != 0:
-        raise RuntimeError(f"{what} failed: {err!r}")
-    return rest[0] if len(rest) == 1 else rest
-
-
 def shared_gpu_index(local_rank: int) -> int:
     """The GPU of a local rank: its own, or with STREAMK_PGAS_SHARE_GPU=1 (a correctness test of the multi-rank
     protocol on a machine with fewer GPUs than ranks: the ranks' kernels time-slice one GPU, so never time
@@ -47,44 +37,30 @@ def shared_gpu_index(local_rank: int) -> int:
     return local_rank
 
 
-class CudaIpcBackend:
+class CudaIpcBackend(IpcBackend):
     name = "cuda"
 
     def __init__(self, local_rank: int) -> None:
         self.driver, self.runtime = cuda_modules()
-        index = shared_gpu_index(local_rank)
-        torch.cuda.set_device(index)
-        self.device = torch.device("cuda", index)
-        self._opened: list[int] = []
-        self._heap: torch.Tensor | None = None
+        super().__init__(shared_gpu_index(local_rank))
 
-    def allocate(self, heap_size: int) -> torch.Tensor:
-        self._heap = torch.empty(heap_size, dtype=torch.uint8, device=self.device)
-        return self._heap
-
-    def export(self) -> Any:
-        assert self._heap is not None
-        ptr = self._heap.data_ptr()
+    def _allocation_base(self, ptr: int) -> Any:
         base, _size = check(
             self.driver.cuMemGetAddressRange(self.driver.CUdeviceptr(ptr)), "cuMemGetAddressRange"
         )
-        handle = check(self.runtime.cudaIpcGetMemHandle(ptr), "cudaIpcGetMemHandle")
-        return {"handle": bytes(handle.reserved), "offset": ptr - int(base)}
+        return base
 
-    def open(self, handle: Any, peer: int) -> int:
+    def _ipc_handle(self, ptr: int) -> Any:
+        return check(self.runtime.cudaIpcGetMemHandle(ptr), "cudaIpcGetMemHandle")
+
+    def _open_handle(self, reserved: bytes) -> Any:
         h = self.runtime.cudaIpcMemHandle_t()
-        h.reserved = handle["handle"]
+        h.reserved = reserved
         base = check(
             self.runtime.cudaIpcOpenMemHandle(h, self.runtime.cudaIpcMemLazyEnablePeerAccess),
             "cudaIpcOpenMemHandle",
         )
-        self._opened.append(int(base))
-        return int(base) + handle["offset"]
+        return int(base)
 
-    def after_all_mapped(self) -> None:
-        return None
-
-    def close(self) -> None:
-        for base in self._opened:
-            self.runtime.cudaIpcCloseMemHandle(base)
-        self._opened.clear()
+    def _close_handle(self, base: Any) -> None:
+        self.runtime.cudaIpcCloseMemHandle(base)

@@ -1,14 +1,15 @@
-"""AMD backend: the heap is device memory shared through HIP IPC handles (hip-python).
+"""AMD backend: the heap is device memory shared through HIP IPC handles (hip-python): ipc.IpcBackend with the HIP
+calls.
 
-Written to the same shape as the CUDA backend. It has not been run on an AMD GPU in this
-project yet (no AMD machine was available); the calls are hip-python's names for the CUDA ones.
+It has not been run on an AMD GPU in this project yet (no AMD machine was available); the calls are hip-python's
+names for the CUDA ones.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import torch
+from streamk_pgas.iris_ops.backends.ipc import IpcBackend, check
 
 
 def _hip() -> Any:
@@ -19,47 +20,24 @@ def _hip() -> Any:
     return hip
 
 
-def _check(result: Any, what: str) -> Any:
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if int(err) != 0:
-        raise RuntimeError(f"{what} failed: {err!r}")
-    return rest[0] if len(rest) == 1 else rest
-
-
-class HipIpcBackend:
+class HipIpcBackend(IpcBackend):
     name = "hip"
 
     def __init__(self, local_rank: int) -> None:
         self.hip = _hip()
-        torch.cuda.set_device(local_rank)  # ROCm torch names HIP devices "cuda"
-        self.device = torch.device("cuda", local_rank)
-        self._opened: list[Any] = []
-        self._heap: torch.Tensor | None = None
+        super().__init__(local_rank)
 
-    def allocate(self, heap_size: int) -> torch.Tensor:
-        self._heap = torch.empty(heap_size, dtype=torch.uint8, device=self.device)
-        return self._heap
+    def _allocation_base(self, ptr: int) -> Any:
+        base, _size = check(self.hip.hipMemGetAddressRange(ptr), "hipMemGetAddressRange")
+        return base
 
-    def export(self) -> Any:
-        assert self._heap is not None
-        ptr = self._heap.data_ptr()
-        base, _size = _check(self.hip.hipMemGetAddressRange(ptr), "hipMemGetAddressRange")
-        handle = _check(self.hip.hipIpcGetMemHandle(ptr), "hipIpcGetMemHandle")
-        return {"handle": bytes(handle.reserved), "offset": ptr - int(base)}
+    def _ipc_handle(self, ptr: int) -> Any:
+        return check(self.hip.hipIpcGetMemHandle(ptr), "hipIpcGetMemHandle")
 
-    def open(self, handle: Any, peer: int) -> int:
+    def _open_handle(self, reserved: bytes) -> Any:
         h = self.hip.hipIpcMemHandle_t()
-        h.reserved = handle["handle"]
-        base = _check(
-            self.hip.hipIpcOpenMemHandle(h, self.hip.hipIpcMemLazyEnablePeerAccess), "hipIpcOpenMemHandle"
-        )
-        self._opened.append(base)
-        return int(base) + handle["offset"]
+        h.reserved = reserved
+        return check(self.hip.hipIpcOpenMemHandle(h, self.hip.hipIpcMemLazyEnablePeerAccess), "hipIpcOpenMemHandle")
 
-    def after_all_mapped(self) -> None:
-        return None
-
-    def close(self) -> None:
-        for base in self._opened:
-            self.hip.hipIpcCloseMemHandle(base)
-        self._opened.clear()
+    def _close_handle(self, base: Any) -> None:
+        self.hip.hipIpcCloseMemHandle(base)

@@ -16,12 +16,11 @@ import json
 import os
 import sys
 import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+from mpi_checks import merge_checks, run_checks
 
 from streamk_pgas import iris_ops
 from streamk_pgas.iris_ops.bootstrap import get_bootstrap
@@ -254,18 +253,7 @@ def main() -> int:
     args = parser.parse_args()
     sh = iris_ops.iris(4 << 20)
     checker = Checker(sh)
-    mine: dict[str, list[str]] = {}
-    for name in CHECKS:
-        checker.errors = []
-        fn: Callable[[], None] = getattr(checker, name)
-        if args.verbose:
-            print(f"rank {checker.me}: {name}", flush=True)
-        try:
-            fn()
-        except Exception:
-            checker.errors.append(traceback.format_exc(limit=3))
-        mine[name] = checker.errors
-        sh.barrier()
+    mine = run_checks(checker, CHECKS, sh.barrier, tb_limit=3, verbose=args.verbose)
     path = getattr(sh._backend, "path", None)
     everyone = sh.allgather((mine, str(path) if path is not None else None))
     if checker.me == 0:
@@ -273,11 +261,7 @@ def main() -> int:
             "world_size": checker.w,
             "backend": sh.backend_name,
             "heap_files": [e[1] for e in everyone if e[1]],
-            "checks": {
-                name: {"ok": all(not e[0][name] for e in everyone),
-                       "errors": [f"rank {r}: {err}" for r, e in enumerate(everyone) for err in e[0][name]]}
-                for name in CHECKS
-            },
+            "checks": merge_checks([e[0] for e in everyone], CHECKS),
         }
         args.json.write_text(json.dumps(summary, indent=1))
         for name, res in summary["checks"].items():

@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 import triton
 import triton.language as tl
+from mpi_checks import merge_checks, run_checks
 
 import iris_ops as iris
 
@@ -170,24 +169,13 @@ def main() -> int:
     args = parser.parse_args()
     shmem = iris.iris(8 << 20)
     checker = Checker(shmem)
-    mine: dict[str, list[str]] = {}
-    for name in CHECKS:
-        checker.errors = []
-        fn: Callable[[], None] = getattr(checker, name)
-        try:
-            fn()
-        except Exception:
-            checker.errors.append(traceback.format_exc(limit=4))
-        mine[name] = checker.errors
-        shmem.barrier()
+    mine = run_checks(checker, CHECKS, shmem.barrier, tb_limit=4)
     everyone: list[Any] = shmem.allgather(mine)
     if checker.me == 0:
         summary = {
             "world_size": checker.w,
             "backend": shmem.backend_name,
-            "checks": {name: {"ok": all(not e[name] for e in everyone),
-                              "errors": [f"rank {r}: {err}" for r, e in enumerate(everyone) for err in e[name]]}
-                       for name in CHECKS},
+            "checks": merge_checks(everyone, CHECKS),
         }
         args.json.write_text(json.dumps(summary, indent=1))
     shmem.barrier()

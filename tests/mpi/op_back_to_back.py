@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -157,6 +158,45 @@ def sync(op: OverlapOp) -> None:
         torch.cuda.synchronize(op.device)
 
 
+def check_new_inputs(shmem, op: OverlapOp, a: torch.Tensor, b: torch.Tensor, seed: int, tol: float = TOL,
+                     dtype: torch.dtype = torch.float32) -> None:
+    """New seeded inputs (in `dtype`) written into op.a / op.b, one more step: C must be their product, not that of
+    the old inputs `a`, `b` (the op reads its buffers at every step); AssertionError naming what failed."""
+    m, k = a.shape
+    n = b.shape[1]
+    a2, b2 = (x.to(dtype) for x in global_inputs(m, n, k, seed, op.device))
+    load_inputs(op, a2, b2)
+    op()
+    sync(op)
+    op.check_errors()
+    worst_error(shmem, op, a2, b2, "C after new inputs were written into op.a/op.b", tol)
+    stale = rel_error(op, a, b)
+    assert stale > 0.1, f"C still matches the old inputs (error {stale:.3g}): the op did not re-read its buffers"
+
+
+def run_combinations(shmem, combos: list[tuple[str, str, bool]], args: argparse.Namespace,
+                     run: Callable[..., str], tag: str) -> int:
+    """run(shmem, alg, mode, args, change_inputs=...) of each (algorithm, mode, change_inputs), rank 0 printing its
+    line, the heap's allocator reset between ops, then "<tag>_DONE <count> combinations". The first failure prints
+    "<tag>_FAIL <algorithm> <mode> ...: <what>" and returns 1 (the exit code); else 0."""
+    rank = shmem.get_rank()
+    for alg, mode, change_inputs in combos:
+        try:
+            line = run(shmem, alg, mode, args, change_inputs=change_inputs)
+        except Exception as exc:  # one line naming the combination, then a non-zero exit
+            print(f"{tag}_FAIL {alg} {mode} rank {rank} ranks {shmem.get_num_ranks()} steps {args.steps}: "
+                  f"{type(exc).__name__}: {exc}", flush=True)
+            return 1
+        if rank == 0:
+            print(line, flush=True)
+        if hasattr(shmem, "reset_allocator"):
+            shmem.reset_allocator()
+    shmem.barrier()
+    if rank == 0:
+        print(f"{tag}_DONE {len(combos)} combinations", flush=True)
+    return 0
+
+
 def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change_inputs: bool) -> str:
     """Build one op, run the steps, check; returns the OK line or raises AssertionError naming what failed."""
     m, n, k = args.m, args.n, args.k
@@ -192,14 +232,7 @@ def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change
     if first is not None:
         check_same_bits(shmem, op, first, args.steps)
     if change_inputs and not user:
-        a2, b2 = global_inputs(m, n, k, seed + 500, op.device)
-        load_inputs(op, a2, b2)
-        op()
-        sync(op)
-        op.check_errors()
-        worst_error(shmem, op, a2, b2, "C after new inputs were written into op.a/op.b")
-        stale = rel_error(op, a, b)
-        assert stale > 0.1, f"C still matches the old inputs (error {stale:.3g}): the op did not re-read its buffers"
+        check_new_inputs(shmem, op, a, b, seed + 500)
     shmem.barrier()  # no rank frees (resets) its heap while a peer may still touch it
     return (f"OP_B2B_OK {alg} {mode} ranks {op.world} steps {args.steps} err {err:.2e} "
             f"{'new_inputs ok ' if change_inputs else ''}{'same_bits ' if first is not None else ''}"
@@ -234,25 +267,10 @@ def main() -> int:
             p.error(f"--modes: unknown mode {x!r}")
 
     shmem = iris_ops.iris(args.heap_mib << 20)
-    rank = shmem.get_rank()
-    first = True
-    combos = [(alg, mode) for alg in algorithms for mode in modes if spec.ALGORITHMS[alg].has_mode(mode)]
-    for alg, mode in combos:
-        try:
-            line = run_combination(shmem, alg, mode, args, change_inputs=first)
-        except Exception as exc:  # one line naming the combination, then a non-zero exit
-            print(f"OP_B2B_FAIL {alg} {mode} rank {rank} ranks {shmem.get_num_ranks()} steps {args.steps}: "
-                  f"{type(exc).__name__}: {exc}", flush=True)
-            return 1
-        if rank == 0:
-            print(line, flush=True)
-        first = False
-        if hasattr(shmem, "reset_allocator"):
-            shmem.reset_allocator()
-    shmem.barrier()
-    if rank == 0:
-        print(f"OP_B2B_DONE {len(combos)} combinations", flush=True)
-    return 0
+    pairs = [(alg, mode) for alg in algorithms for mode in modes if spec.ALGORITHMS[alg].has_mode(mode)]
+    # the first combination also checks that new inputs are read
+    combos = [(alg, mode, i == 0) for i, (alg, mode) in enumerate(pairs)]
+    return run_combinations(shmem, combos, args, run_combination, "OP_B2B")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,15 @@ import argparse
 import sys
 
 import torch
-from op_back_to_back import cpu_options, global_inputs, load_inputs, rel_error, sync, worst_error
+from op_back_to_back import (
+    check_new_inputs,
+    cpu_options,
+    global_inputs,
+    load_inputs,
+    run_combinations,
+    sync,
+    worst_error,
+)
 
 from streamk_pgas import iris_ops, spec
 from streamk_pgas.overlap.op import OverlapOp
@@ -51,14 +59,7 @@ def run_combination(shmem, alg: str, mode: str, args: argparse.Namespace, change
     op.check_errors()
     err = worst_error(shmem, op, a, b, f"C after {args.steps} steps", TOL[dt])
     if change_inputs:
-        a2, b2 = (x.to(DTYPES[dt]) for x in global_inputs(m, n, k, seed + 500, op.device))
-        load_inputs(op, a2, b2)
-        op()
-        sync(op)
-        op.check_errors()
-        worst_error(shmem, op, a2, b2, "C after new inputs were written into op.a/op.b", TOL[dt])
-        stale = rel_error(op, a, b)
-        assert stale > 0.1, f"C still matches the old inputs (error {stale:.3g}): the op did not re-read its buffers"
+        check_new_inputs(shmem, op, a, b, seed + 500, TOL[dt], DTYPES[dt])
     shmem.barrier()  # no rank frees (resets) its heap while a peer may still touch it
     a_columns = " a_columns" if mode == "copy_engine" and op.parts.a_in_columns() else ""
     return (f"OP_NEW_OK {alg} {mode} ranks {op.world} steps {args.steps} err {err:.2e}"
@@ -79,25 +80,9 @@ def main() -> int:
     algorithms = [x for x in args.algorithms.split(",") if x]
     modes = [x for x in args.modes.split(",") if x]
     shmem = iris_ops.iris(1 << 24)
-    rank = shmem.get_rank()
-    count = 0
-    for alg in algorithms:
-        for j, mode in enumerate(modes):
-            try:
-                line = run_combination(shmem, alg, mode, args, change_inputs=j == 0)
-            except Exception as exc:  # one line naming the combination, then a non-zero exit
-                print(f"OP_NEW_FAIL {alg} {mode} rank {rank} ranks {shmem.get_num_ranks()} steps {args.steps}: "
-                      f"{type(exc).__name__}: {exc}", flush=True)
-                return 1
-            if rank == 0:
-                print(line, flush=True)
-            count += 1
-            if hasattr(shmem, "reset_allocator"):
-                shmem.reset_allocator()
-    shmem.barrier()
-    if rank == 0:
-        print(f"OP_NEW_DONE {count} combinations", flush=True)
-    return 0
+    # the first combination of each algorithm also checks that new inputs are read
+    combos = [(alg, mode, j == 0) for alg in algorithms for j, mode in enumerate(modes)]
+    return run_combinations(shmem, combos, args, run_combination, "OP_NEW")
 
 
 if __name__ == "__main__":
