@@ -3,6 +3,9 @@
 # (one launch a shape; `python -m results.mode_table` then sets the planner against them), and at W = 2 on two
 # GPU pairs at once the cells that lost there (W2_A on GPUs 0,1, W2_B on 2,3: every mode of both algorithms, then
 # their peers), with the own slot on the main stream since 960c311. Shapes stop starting after BUDGET_S seconds.
+# With scratch/chunks (carried: `git archive ce-chunks -- overlap stream_k iris_ops harness spec tools streamk_pgas
+# reference benchmark.py scripts pyproject.toml setup.py | tar x -C scratch/chunks`), first an A/B of that branch's
+# copy-engine chunks against this tree at CHUNK_SHAPES (W = 4, copy_engine, each tree validated).
 # Usage: STREAMK_PGAS_COMMIT=<sha> W2_A="4864x4096x8256" W2_B="1024x8192x8192" \
 #        W4_SHAPES="2048x4096x14336 4096x8192x28672 8192x8192x8192 512x8192x8192 1024x8192x8192" BUDGET_S=420 \
 #        bash results/logs/h200x4/run_call9.sh
@@ -13,6 +16,14 @@ mkdir -p $WORK
 source scripts/gpu_runs.sh
 env_info
 MODES_ALL=bulk_sync,two_streams,fused,fused_sequential,copy_engine
+if [ -d scratch/chunks ]; then
+  for s in ${CHUNK_SHAPES:-1000x3000x2500 1024x8192x8192 2048x4096x14336}; do
+    NP=4 TAG=w4ce ALGORITHMS=all_gather_gemm MODES=copy_engine,fused ITERS=20 WARMUP=5 OVERLAP_TIMEOUT=90 \
+      BENCH_ARGS="--timeout_s 5" SHOW=4 overlap $s
+    (cd scratch/chunks && NP=4 TAG=w4ce_chunks ALGORITHMS=all_gather_gemm MODES=copy_engine ITERS=20 WARMUP=5 \
+      OVERLAP_TIMEOUT=90 BENCH_ARGS="--timeout_s 5" SHOW=4 overlap $s)
+  done
+fi
 w2() {  # w2 GPUS NAME SHAPES
   export CUDA_VISIBLE_DEVICES=$1 WORK=$WORK/$2
   mkdir -p $WORK
