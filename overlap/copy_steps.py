@@ -76,9 +76,9 @@ def gathers_a_in_columns(k: int, world: int) -> bool:
     """Whether all_gather_gemm's copy_engine pushes each slot of A in chunks of columns (gather_a_column_ops) and its
     GEMM reads K in wait segments, at K = `k` on `world` ranks: where the rows are pushed (not ce_pulls_a), K has
     several wait segments (with one, a tile waits for its whole K either way, and the row chunks let the first row
-    blocks start sooner) and there are COLUMNS_FROM_WORLD ranks or more (at W = 2 the columns measured slower, when
-    only they copied the own slot, half of A, before the GEMM; results/README.md), unless
-    STREAMK_PGAS_CE_A_COLUMNS=0. A bad value of either variable raises iris_ops.errors.ConfigError naming it."""
+    blocks start sooner) and there are COLUMNS_FROM_WORLD ranks or more (at W = 2 the row chunks measured faster:
+    results/README.md), unless STREAMK_PGAS_CE_A_COLUMNS=0. A bad value of either variable raises
+    iris_ops.errors.ConfigError naming it."""
     return world >= COLUMNS_FROM_WORLD and ce_a_columns_on() and not ce_pulls_a() and a_segment_cols(k) < k
 
 
@@ -254,9 +254,8 @@ def gather_a_own_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, f
 
     Every copy within this GPU's memory goes here, ahead of the GEMM in stream order, and the copy stream beside the
     GEMM holds copies to peers only: a copy within one GPU may run on its SMs, which the persistent GEMM holds while
-    it waits for that copy. Queued beside the GEMM, the own slot's copies stalled the step until its wait gave up
-    (W = 2 on 4 x H200, 8192^3 and 16384 x 8192 x 8192, wherever the GEMM was launched before the copy stream's
-    first copy: results/README.md)."""
+    it waits for that copy. Queued beside the GEMM, such a copy can stall the step until the GEMM's wait gives up
+    (measured where the GEMM was queued before the copy stream: results/README.md)."""
     a_rows, n_kc = ag.shape[0] // world, a_chunks(a.shape[1])
     words = a_ready[:((a_rows - 1) // blk_m + 1) * n_kc]  # slot 0: row blocks 0 .. the last one its rows reach
     nbytes = 4 * words.numel()

@@ -57,7 +57,7 @@ def test_every_mode_validates(algorithm: str, nprocs: int, tmp_path: Path) -> No
 
 
 def test_cpu_defaults_validate_without_a_warning_at_three_ranks() -> None:
-    """No shape or datatype flag at a rank count that does not divide 64 (the defaults once refused there): the
+    """No shape or datatype flag at a rank count that does not divide 64: the
     CPU default problem validates and nothing warns (two ranks: tests/test_readme.py's launch line)."""
     if on_gpu():
         pytest.skip("the CPU backend's defaults")

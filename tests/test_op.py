@@ -278,7 +278,7 @@ def test_masked_copies_keep_whole_vectors_where_rows_are_unaligned() -> None:
 def test_all_gather_gemm_keeps_its_own_a_in_slot_0() -> None:
     """all_gather_gemm's own A is slot 0 of its gathered A, so a step on it copies nothing there: the pushing programs
     only release slot 0's words (Gather.OWN_IN_PLACE), the copy engine only copies its words; a caller's A passed to
-    the call is copied into slot 0 as before."""
+    the call is copied into slot 0."""
     from streamk_pgas.overlap.copy_steps import gather_a_own_ops, own_in_place
     from streamk_pgas.overlap.listing import op_for
 
