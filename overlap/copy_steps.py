@@ -53,7 +53,7 @@ from streamk_pgas.stream_k.layout import vector_cols
 
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A, at most
 # the fewest bytes a chunk of A's rows carries: its copy and its words copy cost ~3.5 us each on the copy stream
-# (4 x H200, W = 4: 24 operations in 0.0855 ms for 3.75 MB at 1000 x 3000 x 2500), ~10 us of transfer beside them
+# (results/README.md), so a chunk brings ~10 us of transfer beside them
 GATHER_CHUNK_MIN_BYTES = 4 << 20
 CE_PULL_ENV = "STREAMK_PGAS_CE_PULL"  # 1: all_gather_gemm's copy engines pull A's rows (0, the default: push)
 
