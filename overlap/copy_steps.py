@@ -51,7 +51,10 @@ from streamk_pgas.overlap.communication.copy_engine import (
 from streamk_pgas.stream_k.launch import BoundLaunch
 from streamk_pgas.stream_k.layout import vector_cols
 
-GATHER_CHUNKS = 4  # chunks of one rank's rows of A
+GATHER_CHUNKS = 4  # chunks of one rank's rows of A, at most
+# the fewest bytes a chunk of A's rows carries: its copy and its words copy cost ~3.5 us each on the copy stream
+# (results/README.md), so a chunk brings ~10 us of transfer beside them
+GATHER_CHUNK_MIN_BYTES = 4 << 20
 CE_PULL_ENV = "STREAMK_PGAS_CE_PULL"  # 1: all_gather_gemm's copy engines pull A's rows (0, the default: push)
 
 
@@ -146,13 +149,20 @@ def reduce_rows_ops(partial: torch.Tensor, recv: torch.Tensor, counts: torch.Ten
     return ops
 
 
-def _gather_chunks(m: int, world: int, blk_m: int, slot: int) -> list[tuple[int, int, int, int]]:
-    """(first row, end row, first row block, end row block) of each chunk of slot `slot` of the gathered A."""
+def gather_chunk_count(slot_bytes: int) -> int:
+    """How many chunks the copy engine cuts a slot of A's rows into: GATHER_CHUNKS, fewer where a chunk would carry
+    less than GATHER_CHUNK_MIN_BYTES (a small slot in one copy: its operations, not its bytes, cost the time)."""
+    return max(1, min(GATHER_CHUNKS, slot_bytes // GATHER_CHUNK_MIN_BYTES))
+
+
+def _gather_chunks(m: int, world: int, blk_m: int, slot: int, row_bytes: int) -> list[tuple[int, int, int, int]]:
+    """(first row, end row, first row block, end row block) of each chunk of slot `slot` of the gathered A (rows of
+    `row_bytes`)."""
     a_rows = m // world
     lo_row, hi_row = slot * a_rows, (slot + 1) * a_rows
     rb_lo, rb_hi = lo_row // blk_m, (hi_row - 1) // blk_m + 1
     out = []
-    for c0, c1 in bands(rb_hi - rb_lo, GATHER_CHUNKS):
+    for c0, c1 in bands(rb_hi - rb_lo, gather_chunk_count(a_rows * row_bytes)):
         rb_a, rb_b = rb_lo + c0, rb_lo + c1
         out.append((max(rb_a * blk_m, lo_row), min(rb_b * blk_m, hi_row), rb_a, rb_b))
     return out
@@ -184,7 +194,7 @@ def gather_a_ops(a: torch.Tensor, ag: torch.Tensor, a_ready: torch.Tensor, fill:
     ops: list[Op] = []
     for slot in range(1, world):
         dest = (peers.rank + world - slot) % world
-        for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot):
+        for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot, a.shape[1] * a.element_size()):
             dst = ag[r0:r1]
             ops.append(rows_copy(dst, a[r0 - slot * a_rows:r1 - slot * a_rows], peers.addr(dst, dest)))
             ops.append(_ready_words(a_ready, fill, slot, rb_a, rb_b, n_rb, n_kc, peers, dest))
@@ -282,7 +292,7 @@ def gather_a_pull_ops(ag: torch.Tensor, a_ready: torch.Tensor, fill: torch.Tenso
     ops: list[Op] = []
     for slot in range(1, world):
         src_rank = (peers.rank + slot) % world
-        for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot):
+        for r0, r1, rb_a, rb_b in _gather_chunks(m, world, blk_m, slot, k * ag.element_size()):
             src = ag[r0 - slot * a_rows:r1 - slot * a_rows]
             ops.append(rows_copy(ag[r0:r1], src, src_addr=peers.addr(src, src_rank)))
             ops.append(_ready_words(a_ready, fill, slot, rb_a, rb_b, n_rb, n_kc, peers, peers.rank))

@@ -28,6 +28,8 @@ from streamk_pgas.overlap.communication.copy_engine import (
 from streamk_pgas.overlap.copy_steps import (
     CE_A_COLUMNS_ENV,
     CE_PULL_ENV,
+    GATHER_CHUNK_MIN_BYTES,
+    GATHER_CHUNKS,
     Peers,
     column_word_pattern,
     column_words_action,
@@ -35,6 +37,7 @@ from streamk_pgas.overlap.copy_steps import (
     gather_a_ops,
     gather_a_own_ops,
     gather_a_pull_ops,
+    gather_chunk_count,
     gather_own_rows,
     gathers_a_in_columns,
     reduce_rows_ops,
@@ -218,6 +221,27 @@ def test_gather_a_fills_every_slot_and_its_ready_words() -> None:
     # slot 0 covers row blocks 0, 1 (rows 0-11); slot 1 row blocks 1, 2 (rows 12-23)
     assert a_ready.tolist() == [5, 5, 0, 0, 0, 0]
     assert h.on(a_ready.view(1, -1), 1)[0].tolist() == [0, 0, 0, 0, 5, 5]
+
+
+def test_a_small_slot_goes_in_one_copy_and_a_large_one_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slot of A's rows is cut into GATHER_CHUNKS copies only where each carries GATHER_CHUNK_MIN_BYTES: a small
+    slot's copies cost their operations, not their bytes."""
+    from streamk_pgas.overlap import copy_steps
+
+    assert gather_chunk_count(0) == gather_chunk_count(GATHER_CHUNK_MIN_BYTES - 1) == 1
+    assert gather_chunk_count(2 * GATHER_CHUNK_MIN_BYTES) == 2
+    assert gather_chunk_count(100 * GATHER_CHUNK_MIN_BYTES) == GATHER_CHUNKS
+    assert gather_chunk_count(250 * 2500 * 2) == 1  # 1000 x 3000 x 2500 at W = 4: one copy a slot
+    assert gather_chunk_count(1216 * 8256 * 2) == GATHER_CHUNKS  # 4864 x 4096 x 8256 at W = 4
+    M, K, blk_m, world = 64, 40, 8, 2  # a slot: 32 rows of 160 B, 4 row blocks
+    h = TwoHeaps(1 << 16)
+    ag = h.tensor(M, K, torch.float32)
+    a_ready = h.tensor(1, world * (M // blk_m), torch.int32)[0]
+    fill = torch.ones(M // blk_m, dtype=torch.int32)
+    for min_bytes, chunks in ((1 << 20, 1), (1024, 4)):
+        monkeypatch.setattr(copy_steps, "GATHER_CHUNK_MIN_BYTES", min_bytes)
+        ops = gather_a_ops(ag[:M // world], ag, a_ready, fill, blk_m, h.peers(0), world)
+        assert len(ops) == 2 * chunks * (world - 1)  # rows + words a chunk, the peer's slot
 
 
 def test_gather_a_pulled_fills_every_slot_and_its_ready_words_here() -> None:
