@@ -467,7 +467,7 @@ def check_environment() -> str:
     from streamk_pgas.harness.sysinfo import COMMIT_ENV
     from streamk_pgas.iris_ops import env
     from streamk_pgas.iris_ops.backends import choose_backend
-    from streamk_pgas.overlap.copy_steps import CE_A_COLUMNS_ENV, CE_PULL_ENV, ce_a_columns_on, ce_pulls_a
+    from streamk_pgas.overlap.copy_steps import CE_A_COLUMNS_ENV, CE_PULL_ENV, ce_a_columns_setting, ce_pulls_a
     from streamk_pgas.overlap.planner import CACHE_ENV
     from streamk_pgas.overlap.step import STEP_GRAPH_ENV, step_graph_enabled
     from streamk_pgas.stream_k.launch import FAST_LAUNCH_ENV, fast_launch_enabled
@@ -489,7 +489,7 @@ def check_environment() -> str:
     fast_launch_enabled()
     step_graph_enabled()
     ce_pulls_a()
-    ce_a_columns_on()
+    ce_a_columns_setting()
     if backend in ("cuda", "hip", "symm"):
         import torch
 

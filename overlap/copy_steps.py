@@ -17,8 +17,9 @@ overlap.parts.Parts.end_barrier), after every copy of this rank has landed. The 
                  (every word = this step's epoch, written by ce_start), so the GEMM's row waits see them.
                  With STREAMK_PGAS_CE_PULL=1 (an experiment) each rank instead copies its own rows into its
                  slot 0 before the step's start and pulls slot j from rank + j's slot 0, its ready words here.
-                 Where K has several GEMM wait segments and W >= 4 (gathers_a_in_columns; STREAMK_PGAS_CE_A_COLUMNS=0
-                 turns it off) each peer's slot goes in chunks of columns instead (all its rows, one segment a copy),
+                 Where K has several GEMM wait segments, W >= 4 and a slot would go in several row chunks
+                 (gathers_a_in_columns; STREAMK_PGAS_CE_A_COLUMNS overrides the rule) each peer's slot goes in
+                 chunks of columns instead (all its rows, one segment a copy),
                  each followed by the ready words of that segment's chunks of its row blocks, and the GEMM reads K
                  in wait segments: a tile starts on its rows' first columns while the rest are in flight. The own
                  slot is then copied on the main stream after the step's start and before the GEMM (one copy of
@@ -30,6 +31,7 @@ Bands: overlap.bands (how many per copy region, and why).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -64,25 +66,35 @@ def ce_pulls_a() -> bool:
     return flag_from_env(CE_PULL_ENV, False)
 
 
-CE_A_COLUMNS_ENV = "STREAMK_PGAS_CE_A_COLUMNS"  # 0: all_gather_gemm's copy engines push A in row chunks only
+# all_gather_gemm's layout of A on the copy engines: unset, by the rule (gathers_a_in_columns); 0: row chunks only;
+# 1: chunks of columns wherever K has several wait segments at W >= COLUMNS_FROM_WORLD, whatever the slot's size
+CE_A_COLUMNS_ENV = "STREAMK_PGAS_CE_A_COLUMNS"
 
 
-def ce_a_columns_on() -> bool:
-    """STREAMK_PGAS_CE_A_COLUMNS (default 1); a bad value raises iris_ops.errors.ConfigError naming it."""
+def ce_a_columns_setting() -> bool | None:
+    """STREAMK_PGAS_CE_A_COLUMNS: None where unset or empty, else its 0 or 1; a bad value raises
+    iris_ops.errors.ConfigError naming it."""
+    if not os.environ.get(CE_A_COLUMNS_ENV, "").strip():
+        return None
     return flag_from_env(CE_A_COLUMNS_ENV, True)
 
 
 COLUMNS_FROM_WORLD = 4  # the fewest ranks at which all_gather_gemm's copy engine pushes A in chunks of columns
 
 
-def gathers_a_in_columns(k: int, world: int) -> bool:
+def gathers_a_in_columns(m: int, k: int, world: int, element_bytes: int) -> bool:
     """Whether all_gather_gemm's copy_engine pushes each slot of A in chunks of columns (gather_a_column_ops) and its
-    GEMM reads K in wait segments, at K = `k` on `world` ranks: where the rows are pushed (not ce_pulls_a), K has
-    several wait segments (with one, a tile waits for its whole K either way, and the row chunks let the first row
-    blocks start sooner) and there are COLUMNS_FROM_WORLD ranks or more (at W = 2 the row chunks measured faster:
-    results/README.md), unless STREAMK_PGAS_CE_A_COLUMNS=0. A bad value of either variable raises
-    iris_ops.errors.ConfigError naming it."""
-    return world >= COLUMNS_FROM_WORLD and ce_a_columns_on() and not ce_pulls_a() and a_segment_cols(k) < k
+    GEMM reads K in wait segments, for A of M x K elements of `element_bytes` on `world` ranks: where the rows are
+    pushed (not ce_pulls_a), K has several wait segments (with one, a tile waits for its whole K either way, and the
+    row chunks let the first row blocks start sooner), there are COLUMNS_FROM_WORLD ranks or more (at W = 2 the row
+    chunks measured faster) and a slot would go in more than one copy of its rows (gather_chunk_count): a smaller
+    slot goes in one copy, whose operations cost less than its segments' (both layouts measured at W = 4:
+    results/README.md). STREAMK_PGAS_CE_A_COLUMNS=0 keeps the rows, =1 takes the columns whatever the slot's size. A
+    bad value of either variable raises iris_ops.errors.ConfigError naming it."""
+    setting = ce_a_columns_setting()
+    if world < COLUMNS_FROM_WORLD or setting is False or ce_pulls_a() or a_segment_cols(k) >= k:
+        return False
+    return setting is True or gather_chunk_count(m // world * k * element_bytes) > 1
 
 
 class Peers:

@@ -256,7 +256,8 @@ class Parts:
     def a_in_columns(self) -> bool:
         """Whether the copy engine pushes all_gather_gemm's A in chunks of columns, its GEMM reading K in wait
         segments (copy_steps.gathers_a_in_columns)."""
-        return self.alg.copy_schedule == "gather_a" and gathers_a_in_columns(self.cfg.k, self.world)
+        return self.alg.copy_schedule == "gather_a" and gathers_a_in_columns(
+            self.cfg.m, self.cfg.k, self.world, spec.DATATYPES[self.cfg.datatype].bytes)
 
     def copy_pre(self, a: torch.Tensor) -> list[CopySchedule]:
         """The copies the schedule needs on the main stream before the step's start (copy_steps.schedule_pre_ops)."""

@@ -483,21 +483,31 @@ def test_all_gather_gemm_copy_engine_step_queues_the_own_slot_before_the_gemm_in
     assert kinds == ["ce_start_kernel", "ce_finish_kernel", "overlap_kernel"], kinds
 
 
-def test_gather_a_in_columns_where_pushed_k_has_segments_and_w_is_4_or_more(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gather_a_in_columns_where_pushed_k_has_segments_w_is_4_or_more_and_a_slot_is_large(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The columns where K has several wait segments, W >= 4 and a slot of A would go in more than one row copy
+    (gather_chunk_count); STREAMK_PGAS_CE_A_COLUMNS=0 keeps the rows, =1 takes the columns at any slot size."""
     monkeypatch.delenv(CE_A_COLUMNS_ENV, raising=False)
     monkeypatch.delenv(CE_PULL_ENV, raising=False)
-    assert gathers_a_in_columns(28672, 4) and gathers_a_in_columns(9000, 8)  # on by default
-    assert not gathers_a_in_columns(28672, 2)  # two ranks: the own slot, half of A, would wait before the GEMM
+    assert gathers_a_in_columns(4096, 28672, 4, 2) and gathers_a_in_columns(8192, 9000, 8, 2)  # 56 MiB, 18 MB slots
+    assert not gathers_a_in_columns(4096, 28672, 2, 2)  # two ranks: the own slot, half of A, would wait before the GEMM
+    # the slot's size decides at W = 4 (bf16): one row copy below 2 * GATHER_CHUNK_MIN_BYTES
+    for m, k in ((128, 8192), (512, 8192), (1024, 8192), (512, 28672)):
+        assert gather_chunk_count(m // 4 * k * 2) == 1 and not gathers_a_in_columns(m, k, 4, 2), (m, k)
+    for m, k in ((2048, 8192), (2048, 14336), (4864, 8256), (8192, 8192)):
+        assert gather_chunk_count(m // 4 * k * 2) > 1 and gathers_a_in_columns(m, k, 4, 2), (m, k)
+    assert gathers_a_in_columns(1024, 8192, 4, 4)  # fp32: the same rows carry twice the bytes
     monkeypatch.setenv(CE_A_COLUMNS_ENV, "0")
-    assert not gathers_a_in_columns(28672, 4)
+    assert not gathers_a_in_columns(4096, 28672, 4, 2)
     monkeypatch.setenv(CE_A_COLUMNS_ENV, "1")
-    assert gathers_a_in_columns(28672, 4) and gathers_a_in_columns(9000, 8)
-    assert not gathers_a_in_columns(2100, 4)  # one wait segment: the row chunks
+    assert gathers_a_in_columns(4096, 28672, 4, 2) and gathers_a_in_columns(128, 8192, 4, 2)  # any slot size
+    assert not gathers_a_in_columns(4096, 28672, 2, 2)
+    assert not gathers_a_in_columns(4096, 2100, 4, 2)  # one wait segment: the row chunks
     monkeypatch.setenv(CE_PULL_ENV, "1")
-    assert not gathers_a_in_columns(28672, 4)  # pulled: the pull schedule
+    assert not gathers_a_in_columns(4096, 28672, 4, 2)  # pulled: the pull schedule
     monkeypatch.setenv(CE_A_COLUMNS_ENV, "columns")
     with pytest.raises(ConfigError, match=CE_A_COLUMNS_ENV):
-        gathers_a_in_columns(28672, 4)
+        gathers_a_in_columns(4096, 28672, 4, 2)
 
 
 def test_host_wait_gives_up_with_an_error() -> None:

@@ -106,8 +106,8 @@ def test_all_gather_gemm_copy_engine_pulled(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_all_gather_gemm_copy_engine_in_columns(tmp_path: Path) -> None:
-    """The copy engine's default where K has several wait segments (STREAMK_PGAS_CE_A_COLUMNS=1, set here all the
-    same): it pushes each slot of A in chunks of columns (one wait segment a
+    """The copy engine's default where K has several wait segments and a slot of A is large (STREAMK_PGAS_CE_A_COLUMNS=1
+    asks for it at this small shape): it pushes each slot of A in chunks of columns (one wait segment a
     copy, then that segment's ready words) and the GEMM reads K in wait segments (the OK line says a_columns); at 4
     ranks, row blocks straddling ranks' rows, K = 9000 (9 chunks, 3 segments, the last ragged), C poisoned between
     steps, new inputs picked up at the next step. The CPU's host engine copies before the GEMM: this checks the

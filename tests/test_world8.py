@@ -50,16 +50,19 @@ def test_copy_engine_on_eight_ranks(pull: str) -> None:
 
 @pytest.mark.slow
 def test_all_gather_gemm_copy_engine_in_columns_on_eight_ranks() -> None:
-    """all_gather_gemm's copy engine at W = 8 where K has two GEMM wait segments, so it pushes A in chunks of columns
-    (overlap.copy_steps.gathers_a_in_columns; the own slot before the GEMM), C validated on every rank."""
+    """all_gather_gemm's copy engine at W = 8 where K has two GEMM wait segments and a slot is 16 MiB, so it pushes A
+    in chunks of columns (overlap.copy_steps.gathers_a_in_columns; the own slot before the GEMM), C validated on every
+    rank."""
     from streamk_pgas.overlap.algorithms.all_gather_gemm import a_segment_cols
     from streamk_pgas.overlap.copy_steps import gathers_a_in_columns
 
     k = 8192
-    assert a_segment_cols(k) < k and gathers_a_in_columns(k, 8)
+    assert a_segment_cols(k) < k and gathers_a_in_columns(8192, k, 8, 2)
+    # on the CPU the slots are small, so STREAMK_PGAS_CE_A_COLUMNS=1 asks for the columns
     dims = ["-m", "8192", "-n", "8192"] if on_gpu() else ["-m", "64", "-n", "64", "--datatype", "fp32"]
     result = run_mpi(8, str(REPO_ROOT / "benchmark.py"), "--algorithm", "all_gather_gemm", "--mode", "copy_engine",
-                     *dims, "-k", str(k), "--validate", "--quiet", timeout=900)
+                     *dims, "-k", str(k), "--validate", "--quiet", timeout=900,
+                     env=None if on_gpu() else {"STREAMK_PGAS_CE_A_COLUMNS": "1"})
     assert "PASS: 1 of 1 run(s) validated on every rank" in result.stdout, result.stdout[-3000:]
 
 

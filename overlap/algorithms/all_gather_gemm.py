@@ -133,6 +133,8 @@ RECORD = AlgorithmRecord(
     spec.ALGORITHMS["all_gather_gemm"], None, gathered_store_epilogue, None,
     ready_from_every_rank=False, writes_peers=True, partial_buffer=False, copy_schedule="gather_a",
     flags_every_write=True,
-    # pushes of A's rows: 40 MB in 0.58 ms from 12 programs, 0.16 ms from 132 (4864 x 4096 x 8256 on 2 x H200)
-    rates=Rates(per_program_gbs=6.0, link_gbs=250.0),
+    # pushes of A's rows: 40 MB in 0.58 ms from 12 programs, 0.16 ms from 132 (4864 x 4096 x 8256 on 2 x H200); at
+    # W = 4 to three peers at once, bulk_sync's push on 132 programs: 25 MB in 0.087 ms (2048 x 8192 x 8192), 60 MB
+    # in 0.19 ms (4864 x 4096 x 8256) on 4 x H200 (results/logs/h200x4/rows-a12af5e), ~290-320 GB/s
+    rates=Rates(per_program_gbs=6.0, link_gbs=250.0, switch_link_gbs=300.0),
 )

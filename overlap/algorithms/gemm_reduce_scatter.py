@@ -56,8 +56,10 @@ RECORD = AlgorithmRecord(
     spec.ALGORITHMS["gemm_reduce_scatter"], reduce_to_row_owners_tile, signal_owner_epilogue, None,
     ready_from_every_rank=True, writes_peers=True, partial_buffer=True, owns_tiles=True,
     copy_schedule="reduce_rows", comm_tile_rows=rows_for_loads_in_flight,
-    # all_reduce's reduction with one store of the sum instead of W; the ceiling: its communication alone moved
-    # 203-243 GB/s at W = 2 and 4 on 20-48 programs, at 2048 x 8192 x 8192 .. 4096 x 57344 x 8192
-    # (results/logs/h100x4/ce-6f13f82, calib-9f9b036)
-    rates=Rates(per_program_gbs=10.0, link_gbs=220.0, signal_us=SYS_RELEASE_US),
+    # all_reduce's reduction with one store of the sum instead of W; the ceiling at W > 2: its communication alone
+    # moved 203-243 GB/s at W = 4 on 20-48 programs, at 2048 x 8192 x 8192 .. 4096 x 57344 x 8192
+    # (results/logs/h100x4/ce-6f13f82, calib-9f9b036); at W = 2, one peer, the model at 220 put fused_sequential
+    # 18-30% above its measured step at three cells on two machines (4 x H100's calib-9f9b036, 4 x H200's
+    # modes-a41f013), the copy engine's 0-19%
+    rates=Rates(per_program_gbs=10.0, link_gbs=300.0, switch_link_gbs=220.0, signal_us=SYS_RELEASE_US),
 )

@@ -39,10 +39,15 @@ class Rates:
     signal_us: float = 0.0
     # (world size, GB/s) where one program's rate differs from per_program_gbs at that world size
     per_program_at: tuple[tuple[int, float], ...] = ()
+    switch_link_gbs: float | None = None  # the ceiling at W > 2, where it differs (None: link_gbs)
 
     def per_program(self, world: int) -> float:
         """GB/s one communication program moves at this world size."""
         return dict(self.per_program_at).get(world, self.per_program_gbs)
+
+    def link(self, world: int) -> float:
+        """The ceiling per rank at this world size."""
+        return self.switch_link_gbs if world > 2 and self.switch_link_gbs is not None else self.link_gbs
 
 
 def reduce_elements_in_flight(world_size: int) -> int:

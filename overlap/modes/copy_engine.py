@@ -12,19 +12,20 @@ from __future__ import annotations
 import torch
 
 from streamk_pgas import spec
+from streamk_pgas.overlap.algorithms.all_gather_gemm import a_segment_cols
 from streamk_pgas.overlap.algorithms.record import GPU_RELEASE_US
 from streamk_pgas.overlap.candidates import Candidate, Problem
 from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig
+from streamk_pgas.overlap.copy_steps import gather_chunk_count, gathers_a_in_columns
 from streamk_pgas.overlap.modes.base import ModeSteps
 from streamk_pgas.overlap.parts import Parts
 from streamk_pgas.overlap.rates import (
     CE_BANDS,
     CE_FIXED_MS,
-    CE_LOCAL_GBS,
+    CE_GATHER_OP_US,
     CE_OP_US,
-    CE_PEER_GBS,
-    CE_SWITCH_GBS,
     LOCAL_GBS,
+    ce_peer_gbs,
     release_ms,
     sync_ms,
 )
@@ -72,18 +73,32 @@ class CopyEngine(ModeSteps):
     def gemm_sms_options(self, total: int, fixed: dict, world: int) -> list[int]:
         return [fixed.get("gemm_sms", total)]
 
+    @staticmethod
+    def _gather_cost(p: Problem, c: Candidate, g: float, slot: float, peer: float) -> float:
+        """all_gather_gemm: the GEMM (g ms alone) on A's slots as the copy stream lands them. Each copy (a row chunk
+        of a slot, or a wait segment's columns of one) is followed by its ready words: two operations of
+        CE_GATHER_OP_US. A tile waits for its rows (or its segment's columns), and the tiles of one wave run side by
+        side, so the last copy's tiles take at least a wave (a GEMM of one wave waits for the last slot, then runs
+        whole)."""
+        w = p.world_size
+        columns = gathers_a_in_columns(p.m, p.k, w, spec.DATATYPES[p.datatype].bytes)
+        copies = -(-p.k // a_segment_cols(p.k)) if columns else gather_chunk_count(int(slot))
+        per_copy = slot / copies / peer + 2 * CE_GATHER_OP_US / 1e3
+        wave = g / max(1, -(-c.gemm.plan.num_tiles // c.total_sms))
+        if columns:  # segment s of every peer's slot lands after (s + 1)(W - 1) copies; tiles start on segment 0
+            first, last = (w - 1) * per_copy, copies * (w - 1) * per_copy
+            return max(g + first, last + wave / copies)
+        t = g / w  # slot 0, this rank's rows, there before the GEMM
+        for j in range(1, w):  # slot j lands after j slots' copies
+            t = max(t + g / w, j * copies * per_copy + wave)
+        return t
+
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
         remote, local = p.bytes_moved(via_owner=False)
-        peer = (CE_PEER_GBS if p.world_size <= 2 else CE_SWITCH_GBS) * 1e6
+        peer = ce_peer_gbs(target, p.world_size) * 1e6
         ops = CE_OP_US / 1e3 * CE_BANDS * max(1, p.world_size - 1)
-        if p.spec.family.a == "rows":  # slot j of A arrives after the own copy and j peer shards
-            w = p.world_size
-            t = local / (CE_LOCAL_GBS * 1e6) / CE_BANDS  # the first chunk of the own rows
-            ready = local / (CE_LOCAL_GBS * 1e6)
-            for j in range(1, w):
-                avail = ready + j * remote / max(1, w - 1) / peer
-                t = max(t + g / w, avail)
-            return t + g / w + ops + CE_FIXED_MS["gather"] + sync_ms(p)
+        if p.spec.family.a == "rows":
+            return self._gather_cost(p, c, g, local, peer) + CE_FIXED_MS["gather"] + sync_ms(p)
         g += release_ms(c, GPU_RELEASE_US)  # store_and_count's releases
         # scatter / reduce_rows: bands follow the GEMM's rows; all_scatter's last band's copy is not hidden, while
         # gemm_reduce_scatter's GEMM ends with the rank's own rows (nothing to copy: overlap.bands.reduce_rows_shift)
