@@ -29,13 +29,15 @@ class Rates:
     """What the planner's cost model (overlap.rates, overlap.modes) assumes of an algorithm's communication: GB/s
     one communication program moves, the ceiling per rank (one direction of its links), the same work done from a
     GEMM program's epilogue (fused_sequential push epilogues; None: the algorithm has none), and the share of the
-    per-program rate left inside the fused kernel (its programs run with the GEMM's warps and registers), and what
+    per-program rate left inside the fused kernel (its programs run with the GEMM's warps and registers), the share of
+    its time the GEMM loses beside them in that kernel, and what
     the GEMM's epilogue adds to each wave of tiles where it releases every finished tile to a peer (microseconds)."""
 
     per_program_gbs: float
     link_gbs: float
     epilogue_gbs: float | None = None
     fused_efficiency: float = 1.0
+    fused_gemm_cost: float = 0.0  # the share of its time the GEMM loses in the fused kernel beside these programs
     signal_us: float = 0.0
     # (world size, GB/s) where one program's rate differs from per_program_gbs at that world size
     per_program_at: tuple[tuple[int, float], ...] = ()

@@ -45,7 +45,10 @@ def overlapped_cost(p: Problem, c: Candidate, g: float, fused: bool) -> float:
     """fused / two_streams: communication programs follow the GEMM's tiles; GEMM programs join when done."""
     remote, _ = p.bytes_moved()
     T, G = c.total_sms, c.gemm_sms
-    g += release_ms(c, ALGORITHMS[p.algorithm].rates.signal_us)
+    rates = ALGORITHMS[p.algorithm].rates
+    if fused:  # the GEMM programs beside the communication programs in one kernel
+        g *= 1.0 + rates.fused_gemm_cost
+    g += release_ms(c, rates.signal_us)
     extra = (0.0 if fused else STEP_US["two_streams"] / 1e3) + STEP_US["handoff"] / 1e3
     base = local_ms(p) + sync_ms(p) + extra
     if p.spec.family.a == "rows":  # the other way round: the GEMM waits for the rows the programs push
