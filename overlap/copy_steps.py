@@ -54,8 +54,8 @@ from streamk_pgas.stream_k.launch import BoundLaunch
 from streamk_pgas.stream_k.layout import vector_cols
 
 GATHER_CHUNKS = 4  # chunks of one rank's rows of A, at most
-# the fewest bytes a chunk of A's rows carries: its copy and its words copy cost ~3.5 us each on the copy stream
-# (results/README.md), so a chunk brings ~10 us of transfer beside them
+# the fewest bytes a chunk of A's rows carries: its copy and its words copy each cost the copy stream a few
+# microseconds whatever the bytes (overlap.rates.CE_GATHER_OP_US), so a chunk brings more transfer than that
 GATHER_CHUNK_MIN_BYTES = 4 << 20
 CE_PULL_ENV = "STREAMK_PGAS_CE_PULL"  # 1: all_gather_gemm's copy engines pull A's rows (0, the default: push)
 
@@ -219,6 +219,14 @@ def _column_copies(k: int) -> list[tuple[int, int]]:
     nothing that it reads sooner, at more operations."""
     seg = a_segment_cols(k)
     return [(c, min(k, c + seg)) for c in range(0, k, seg)]
+
+
+def gather_copies_per_slot(m: int, k: int, world: int, element_bytes: int) -> int:
+    """Copies of one slot of A the copy engine's push makes (each followed by its ready words): one per wait segment
+    in columns (gathers_a_in_columns), else gather_chunk_count's row chunks."""
+    if gathers_a_in_columns(m, k, world, element_bytes):
+        return len(_column_copies(k))
+    return gather_chunk_count(m // world * k * element_bytes)
 
 
 def column_word_pattern(m: int, k: int, blk_m: int, world: int) -> torch.Tensor:

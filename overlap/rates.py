@@ -17,8 +17,8 @@ LOCAL_GBS = 3000.0  # device memory, for the share of the communication that sta
 # all_reduce, one_shot and gemm_reduce_scatter (results/logs/h100x4)
 STEP_US = {"sync": 6.0, "launch": 3.0, "two_streams": 5.0, "handoff": 6.0}
 COMM_RESERVES = (4, 8, 12, 16, 20, 24, 32, 48)  # SMs tried for communication in the modes that split the SMs
-# copy_engine: peer copies by the copy engines (~395 GB/s one way between 2 H200s over NVLink, no SM), local
-# device-to-device copies, and the bands the schedule cuts a region into
+# copy_engine: peer copies by the copy engines (~395 GB/s one way between 2 H200s over NVLink, no SM), and the bands
+# the schedule cuts a region into
 CE_PEER_GBS = 390.0
 # peer copies at W > 2 (through NVSwitch, one copy after another, each rank to a different peer at a time), by device:
 # 4 x H100: all_gather_gemm's 168 MiB of A's rows to its peers in ~0.74 ms of the copy stream's 0.78 at 4096 x 8192 x
@@ -26,7 +26,6 @@ CE_PEER_GBS = 390.0
 # (results/logs/h200x4/modes-a41f013). W = 2 keeps CE_PEER_GBS
 CE_SWITCH_GBS = 240.0
 CE_SWITCH_GBS_BY_DEVICE = {"NVIDIA H200": 320.0}
-CE_LOCAL_GBS = 1500.0
 CE_BANDS = BANDS
 CE_OP_US = 1.5  # the device's cost of one stream operation (a wait, a copy's start)
 # What the copy-engine steps measured beyond this model: all_gather_gemm's (the step's start and finish kernels, the

@@ -38,6 +38,7 @@ from streamk_pgas.overlap.copy_steps import (
     gather_a_own_ops,
     gather_a_pull_ops,
     gather_chunk_count,
+    gather_copies_per_slot,
     gather_own_rows,
     gathers_a_in_columns,
     reduce_rows_ops,
@@ -497,6 +498,10 @@ def test_gather_a_in_columns_where_pushed_k_has_segments_w_is_4_or_more_and_a_sl
     for m, k in ((2048, 8192), (2048, 14336), (4864, 8256), (8192, 8192)):
         assert gather_chunk_count(m // 4 * k * 2) > 1 and gathers_a_in_columns(m, k, 4, 2), (m, k)
     assert gathers_a_in_columns(1024, 8192, 4, 4)  # fp32: the same rows carry twice the bytes
+    # the copies of one slot the schedule makes (and the planner counts): one row copy, row chunks, or segments
+    assert gather_copies_per_slot(512, 8192, 4, 2) == 1
+    assert gather_copies_per_slot(16384, 1024, 4, 2) == 2  # one wait segment: 8 MiB slots in two row chunks
+    assert gather_copies_per_slot(8192, 8192, 4, 2) == -(-8192 // a_segment_cols(8192))
     monkeypatch.setenv(CE_A_COLUMNS_ENV, "0")
     assert not gathers_a_in_columns(4096, 28672, 4, 2)
     monkeypatch.setenv(CE_A_COLUMNS_ENV, "1")

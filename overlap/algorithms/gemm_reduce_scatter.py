@@ -58,9 +58,9 @@ RECORD = AlgorithmRecord(
     copy_schedule="reduce_rows", comm_tile_rows=rows_for_loads_in_flight,
     # all_reduce's reduction with one store of the sum instead of W; the ceiling at W > 2: its communication alone
     # moved 203-243 GB/s at W = 4 on 20-48 programs, at 2048 x 8192 x 8192 .. 4096 x 57344 x 8192
-    # (results/logs/h100x4/ce-6f13f82, calib-9f9b036); at W = 2, one peer, the model at 220 put fused_sequential
-    # 18-30% above its measured step at three cells on two machines (4 x H100's calib-9f9b036, 4 x H200's
-    # modes-a41f013), the copy engine's 0-19%. In the fused kernel its GEMM runs ~6% slower than in a kernel of its
+    # (results/logs/h100x4/ce-6f13f82, calib-9f9b036); at W = 2, one peer, 300 fits fused_sequential's measured
+    # steps at three cells on two machines (4 x H100's calib-9f9b036, 4 x H200's modes-a41f013; 220 put the model
+    # 18-30% above them). In the fused kernel its GEMM runs ~6% slower than in a kernel of its
     # own: two_streams measured 1-11% ahead of fused at 1024 x 8192 x 8192, 2048 x 4096 x 14336, 2048 x 8192 x 8192
     # and 4864 x 4096 x 8256 (W = 4) on both machines (logs/h100x4/auto-8e57628, logs/h200x4/rule-08fc971)
     rates=Rates(per_program_gbs=10.0, link_gbs=300.0, switch_link_gbs=220.0, signal_us=SYS_RELEASE_US,

@@ -12,11 +12,10 @@ from __future__ import annotations
 import torch
 
 from streamk_pgas import spec
-from streamk_pgas.overlap.algorithms.all_gather_gemm import a_segment_cols
 from streamk_pgas.overlap.algorithms.record import GPU_RELEASE_US
 from streamk_pgas.overlap.candidates import Candidate, Problem
 from streamk_pgas.overlap.config import InvalidConfig, OverlapConfig
-from streamk_pgas.overlap.copy_steps import gather_chunk_count, gathers_a_in_columns
+from streamk_pgas.overlap.copy_steps import gather_copies_per_slot, gathers_a_in_columns
 from streamk_pgas.overlap.modes.base import ModeSteps
 from streamk_pgas.overlap.parts import Parts
 from streamk_pgas.overlap.rates import (
@@ -81,8 +80,9 @@ class CopyEngine(ModeSteps):
         side, so the last copy's tiles take at least a wave (a GEMM of one wave waits for the last slot, then runs
         whole)."""
         w = p.world_size
-        columns = gathers_a_in_columns(p.m, p.k, w, spec.DATATYPES[p.datatype].bytes)
-        copies = -(-p.k // a_segment_cols(p.k)) if columns else gather_chunk_count(int(slot))
+        element_bytes = spec.DATATYPES[p.datatype].bytes
+        columns = gathers_a_in_columns(p.m, p.k, w, element_bytes)
+        copies = gather_copies_per_slot(p.m, p.k, w, element_bytes)
         per_copy = slot / copies / peer + 2 * CE_GATHER_OP_US / 1e3
         wave = g / max(1, -(-c.gemm.plan.num_tiles // c.total_sms))
         if columns:  # segment s of every peer's slot lands after (s + 1)(W - 1) copies; tiles start on segment 0
@@ -96,9 +96,9 @@ class CopyEngine(ModeSteps):
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
         remote, local = p.bytes_moved(via_owner=False)
         peer = ce_peer_gbs(target, p.world_size) * 1e6
-        ops = CE_OP_US / 1e3 * CE_BANDS * max(1, p.world_size - 1)
         if p.spec.family.a == "rows":
             return self._gather_cost(p, c, g, local, peer) + CE_FIXED_MS["gather"] + sync_ms(p)
+        ops = CE_OP_US / 1e3 * CE_BANDS * max(1, p.world_size - 1)
         g += release_ms(c, GPU_RELEASE_US)  # store_and_count's releases
         # scatter / reduce_rows: bands follow the GEMM's rows; all_scatter's last band's copy is not hidden, while
         # gemm_reduce_scatter's GEMM ends with the rank's own rows (nothing to copy: overlap.bands.reduce_rows_shift)
