@@ -74,23 +74,26 @@ class CopyEngine(ModeSteps):
 
     @staticmethod
     def _gather_cost(p: Problem, c: Candidate, g: float, slot: float, peer: float) -> float:
-        """all_gather_gemm: the GEMM (g ms alone) on A's slots as the copy stream lands them. Each copy (a row chunk
-        of a slot, or a wait segment's columns of one) is followed by its ready words: two operations of
-        CE_GATHER_OP_US. A tile waits for its rows (or its segment's columns), and the tiles of one wave run side by
-        side, so the last copy's tiles take at least a wave (a GEMM of one wave waits for the last slot, then runs
-        whole)."""
+        """all_gather_gemm: the GEMM (g ms alone, tiles in row order) on A's slots as the copy stream lands them:
+        slot 0 (this rank's rows) before the GEMM, then slot after slot (copy_steps: gather_a_ops, gather_a_column_ops),
+        each in `copies` copies (row chunks, or wait segments of columns), each followed by its ready words: two
+        operations of CE_GATHER_OP_US. A tile waits for its rows, and a wave's tiles run side by side, so a slot's last
+        row chunk takes a wave after it lands (a GEMM of one wave waits for the last slot, then runs whole). In columns
+        every copy holds all the slot's rows: the slot's tiles start on its first copy (and take a wave at least), its
+        last copy's columns take a wave's share."""
         w = p.world_size
         element_bytes = spec.DATATYPES[p.datatype].bytes
         columns = gathers_a_in_columns(p.m, p.k, w, element_bytes)
         copies = gather_copies_per_slot(p.m, p.k, w, element_bytes)
         per_copy = slot / copies / peer + 2 * CE_GATHER_OP_US / 1e3
         wave = g / max(1, -(-c.gemm.plan.num_tiles // c.total_sms))
-        if columns:  # segment s of every peer's slot lands after (s + 1)(W - 1) copies; tiles start on segment 0
-            first, last = (w - 1) * per_copy, copies * (w - 1) * per_copy
-            return max(g + first, last + wave / copies)
-        t = g / w  # slot 0, this rank's rows, there before the GEMM
-        for j in range(1, w):  # slot j lands after j slots' copies
-            t = max(t + g / w, j * copies * per_copy + wave)
+        t = g / w  # slot 0
+        for j in range(1, w):  # slot j's copies: ((j - 1) * copies + 1) .. j * copies
+            first, last = ((j - 1) * copies + 1) * per_copy, j * copies * per_copy
+            if columns:
+                t = max(max(t, first) + g / w, first + wave, last + wave / copies)
+            else:
+                t = max(t + g / w, last + wave)
         return t
 
     def peer_cost(self, p: Problem, target: spec.Target, c: Candidate, g: float) -> float:
