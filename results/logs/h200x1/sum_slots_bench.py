@@ -1,7 +1,7 @@
 """gemm_reduce_scatter copy_engine's add after the copies (overlap.communication.copy_engine.sum_slots_kernel) alone
-on one GPU, at the op's sizes (rows = M / W, n = N, W slots), for program blocks and warps: ms (CUDA events, median
-of 50 launches), TB/s of its W reads and one write, bit equality with the default block; and a torch copy of the
-same bytes (what the memory moves at best).
+on one GPU, at the op's sizes (rows = M / W, n = N, W slots), for program blocks and warps: ms (CUDA events around
+20 launches back to back, median of 20), TB/s of its W reads and one write, bit equality with the default block;
+and a torch copy of the same bytes (what the memory moves at best).
 
     python results/logs/h200x1/sum_slots_bench.py [--out FILE.csv]
 """
@@ -24,17 +24,19 @@ CONFIGS = ((8, 256, 4), (8, 256, 8), (16, 256, 4), (16, 256, 8), (32, 256, 8), (
            (16, 512, 8), (4, 1024, 4), (4, 1024, 8), (32, 128, 4), (64, 256, 8))
 
 
-def timed(fn, reps: int = 50) -> float:
+def timed(fn, reps: int = 20, batch: int = 20) -> float:
+    """Milliseconds a launch: the median over `reps` of `batch` launches back to back between two events."""
     for _ in range(5):
         fn()
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn()
+        for _ in range(batch):
+            fn()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b))
+        times.append(a.elapsed_time(b) / batch)
     return statistics.median(times)
 
 
