@@ -161,9 +161,10 @@ def leftovers(folder: Path, wait_s: float = 3.0) -> list[str]:
         time.sleep(0.2)
 
 
-# The files that take longest under the interpreter on a 2-core CI machine, longest first (pytest --durations: each
-# several minutes of a worker's time). scripts/test.sh runs the files on two workers, handed out in collection order
-# as workers free up (--dist loadfile --no-loadscope-reorder): a long file handed out last would run alone at the end.
+# The files that take longest under the interpreter on a 2-core CI machine, longest first (pytest --durations: from
+# about one to six minutes of a worker's time each). scripts/test.sh runs the files on two workers, handed out in
+# collection order as workers free up (--dist loadfile --no-loadscope-reorder): a long file handed out last would run
+# alone at the end.
 LONGEST_FILES = ("test_benchmark.py", "test_new_algorithms.py", "test_world8.py", "test_op.py", "test_sweep.py",
                  "test_readme.py", "test_tools.py", "test_compile_check.py", "test_compile_unaligned.py")
 
