@@ -101,3 +101,22 @@ def test_bad_input_is_one_line_exit_2(argv: list[str], flag: str, tmp_path: Path
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"mode_table.py: error: {flag}"), err
+
+
+# auto within 5% of the best mode measured, per algorithm, on the 4 x H100 cells logged in every mode (each cell's
+# newest call): what the planner reaches on them now, a floor for any change to its model (python -m
+# results.mode_table results/logs/h100x4 --latest replays the same and prints the table)
+H100_LOGGED_WITHIN = {"all_gather_gemm": (13, 14), "all_reduce": (18, 18), "gemm_reduce_scatter": (14, 14),
+                      "one_shot": (17, 18)}
+
+
+@pytest.mark.slow
+def test_auto_keeps_its_picks_on_the_logged_h100_cells() -> None:
+    """The planner replayed on the checked-in 4 x H100 logs (results/logs/h100x4): per algorithm, auto within 5% of
+    the best mode measured on at least as many cells as H100_LOGGED_WITHIN, and the same cells logged."""
+    logs = Path(__file__).resolve().parent.parent / "results" / "logs" / "h100x4"
+    table, _ = check_cells(measured_modes([logs]), 0.05)
+    latest = latest_calls(table)
+    got = {alg: (int(part["within"].sum()), len(part)) for alg, part in latest.groupby("algorithm")}
+    for alg, (within, cells) in H100_LOGGED_WITHIN.items():
+        assert got[alg][1] == cells and got[alg][0] >= within, (alg, got[alg], H100_LOGGED_WITHIN[alg])
