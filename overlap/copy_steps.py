@@ -94,7 +94,7 @@ def gathers_a_in_columns(m: int, k: int, world: int, element_bytes: int) -> bool
     setting = ce_a_columns_setting()
     if world < COLUMNS_FROM_WORLD or setting is False or ce_pulls_a() or a_segment_cols(k) >= k:
         return False
-    return setting is True or gather_chunk_count(m // world * k * element_bytes) > 1
+    return setting is True or _row_copies(m, k, world, element_bytes) > 1
 
 
 class Peers:
@@ -226,6 +226,11 @@ def gather_copies_per_slot(m: int, k: int, world: int, element_bytes: int) -> in
     in columns (gathers_a_in_columns), else gather_chunk_count's row chunks."""
     if gathers_a_in_columns(m, k, world, element_bytes):
         return len(_column_copies(k))
+    return _row_copies(m, k, world, element_bytes)
+
+
+def _row_copies(m: int, k: int, world: int, element_bytes: int) -> int:
+    """Row copies of one slot of A (M / W rows of K elements): gather_chunk_count of its bytes."""
     return gather_chunk_count(m // world * k * element_bytes)
 
 
